@@ -1,0 +1,190 @@
+"""Usage intervals and what follows from them."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Mapping
+
+import numpy as np
+
+from viewer.model.types import Subgraph
+from viewer.planning.types import Buffer, PlanningProblem
+
+# Tensor kinds, as drawn and reported.
+KIND_INPUT = "input"  # graph input: live from operator 0, never freed
+KIND_OUTPUT = "output"  # graph output: live to the end
+KIND_INTERMEDIATE = "intermediate"
+KIND_VARIABLE = "variable"  # stateful: whole inference
+KIND_TEMPORARY = "temporary"  # kernel temporary (im2col, scratch): one operator
+KIND_ALIAS = "in-place"  # shares the bytes of ``alias_of`` (RESHAPE and friends)
+
+# Why a tensor is not in the arena.
+OUT_CONSTANT = "constant (read-only, mapped from the model file)"
+OUT_PERSISTENT = "persistent (folded: every input of its producer is constant)"
+OUT_UNUSED = "unused (no operator touches it)"
+OUT_DYNAMIC = "dynamic (STRING/VARIANT: sized at run time, outside the arena)"
+
+
+@dataclass(frozen=True)
+class TensorUsage:
+    """One arena tensor's usage interval.
+
+    Attributes
+    ----------
+    tensor : int
+        Tensor index in the subgraph.
+    first_op, last_op : int
+        First and last operator that touches it, inclusive, in execution order.
+    nbytes : int
+        Bytes it occupies.
+    kind : str
+        One of the ``KIND_*`` constants.
+    producer : int or None
+        Operator that writes it; None for graph inputs and variables.
+    consumers : tuple of int
+        Operators that read it, ascending.
+    alias_of : int or None
+        For in-place tensors: the tensor whose bytes it shares (already resolved to the root).
+    """
+
+    tensor: int
+    first_op: int
+    last_op: int
+    nbytes: int
+    kind: str
+    producer: int | None = None
+    consumers: tuple[int, ...] = ()
+    alias_of: int | None = None
+
+    @property
+    def held_ops(self) -> int:
+        """Operators it stays live across: ``last_op - first_op + 1``."""
+        return self.last_op - self.first_op + 1
+
+
+@dataclass(frozen=True)
+class ProfileEntry:
+    """One tensor live at an operator, as listed in that operator's profile."""
+
+    tensor: int
+    name: str
+    nbytes: int
+    producer: int | None
+    producer_op: str
+    held_ops: int
+    kind: str
+
+
+@dataclass(frozen=True)
+class Analysis:
+    """Usage intervals of one subgraph and the figures that follow from them.
+
+    Attributes
+    ----------
+    subgraph : Subgraph
+        The subgraph analysed (possibly one a what-if rewrote).
+    usages : tuple of TensorUsage
+        Every arena tensor, in tensor-index order, kernel temporaries and in-place aliases
+        included.
+    outside : Mapping[int, str]
+        Tensors not in the arena -> why (``OUT_*``).
+    temporaries_ops : Mapping[int, str]
+        Kernel temporary tensor id -> op name of the operator that created it.
+    breadth : numpy.ndarray
+        Shape (num_ops,), int64: bytes live at each operator (the operator breadth); an
+        in-place alias counts once, with its root.
+    naive_bytes : int
+        Sum of every arena tensor's bytes (aliases counted once): the naive sum.
+    lower_bound_bytes : int
+        ``breadth.max()``: no plan can be smaller.
+    widest_op : int
+        First operator whose breadth equals the lower bound; -1 when there are no operators.
+    """
+
+    subgraph: Subgraph
+    usages: tuple[TensorUsage, ...]
+    outside: Mapping[int, str] = field(compare=False, hash=False, default_factory=dict)
+    temporaries_ops: Mapping[int, str] = field(compare=False, hash=False, default_factory=dict)
+    breadth: np.ndarray = field(compare=False, hash=False, default=None)  # type: ignore[assignment]
+    naive_bytes: int = 0
+    lower_bound_bytes: int = 0
+    widest_op: int = -1
+
+    @property
+    def num_ops(self) -> int:
+        return len(self.subgraph.operators)
+
+    def usage(self, tensor: int) -> TensorUsage | None:
+        """The usage record of ``tensor``, or None when it is not in the arena."""
+        return self._by_tensor().get(tensor)
+
+    def _by_tensor(self) -> dict[int, TensorUsage]:
+        cache = self.__dict__.get("_by_tensor_cache")
+        if cache is None:
+            cache = {u.tensor: u for u in self.usages}
+            object.__setattr__(self, "_by_tensor_cache", cache)
+        return cache
+
+    def tensor_name(self, tensor: int) -> str:
+        if 0 <= tensor < len(self.subgraph.tensors):
+            return self.subgraph.tensors[tensor].name
+        return f"temporary {tensor}"
+
+    def op_name(self, op: int | None) -> str:
+        if op is None or op < 0:
+            return "-"
+        return self.subgraph.operators[op].op_name
+
+    def operator_profile(self, op: int) -> tuple[ProfileEntry, ...]:
+        """The tensors live while operator ``op`` runs, largest first.
+
+        Each entry carries the producer and how many operators the tensor has been held
+        (``op - first_op + 1``), which exposes skip connections. Aliases are omitted: their
+        bytes are their root's.
+        """
+        out = []
+        for u in self.usages:
+            if u.alias_of is not None or not (u.first_op <= op <= u.last_op):
+                continue
+            out.append(
+                ProfileEntry(
+                    u.tensor,
+                    self.tensor_name(u.tensor),
+                    u.nbytes,
+                    u.producer,
+                    self.op_name(u.producer),
+                    op - u.first_op + 1,
+                    u.kind,
+                )
+            )
+        out.sort(key=lambda e: (-e.nbytes, e.tensor))
+        return tuple(out)
+
+    def problem(self) -> PlanningProblem:
+        """The planning problem: one buffer per non-alias usage.
+
+        An alias's interval is folded into its root's (the root lives until the alias's last
+        use), so planners never see aliases; :func:`resolve_alias_offsets` gives them offsets.
+        """
+        bufs = []
+        for u in self.usages:
+            if u.alias_of is not None:
+                continue
+            bufs.append(
+                Buffer(
+                    u.tensor,
+                    u.first_op,
+                    u.last_op,
+                    u.nbytes,
+                    pinned=u.kind in (KIND_INPUT, KIND_OUTPUT, KIND_VARIABLE),
+                )
+            )
+        return PlanningProblem(tuple(bufs), self.num_ops)
+
+    def resolve_alias_offsets(self, offsets: Mapping[int, int]) -> dict[int, int]:
+        """Offsets for every usage: an alias gets its root's offset."""
+        out = dict(offsets)
+        for u in self.usages:
+            if u.alias_of is not None and u.alias_of in offsets:
+                out[u.tensor] = offsets[u.alias_of]
+        return out

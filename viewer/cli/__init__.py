@@ -1,0 +1,94 @@
+"""Command line: ``arena-viewer [MODEL]`` opens the window; subcommands work headless.
+
+Each subcommand lives in its own module with ``add_parser(subparsers)`` and ``run(args) -> int``.
+``main`` turns any :class:`~viewer.errors.ViewerError` into one line on stderr and exit code 2.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import os
+import sys
+
+from viewer import __version__
+from viewer.errors import ViewerError
+
+#: subcommand -> module under viewer.cli
+COMMANDS = {
+    "plan": "plan",
+    "export": "export",
+    "measure": "measure",
+    "check": "check",
+    "plan-csv": "plan_csv",
+    "reorder": "reorder",
+    "gui": "gui",
+}
+
+PROG = "arena-viewer"
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog=PROG,
+        description="Plan and show the tensor arena of a TensorFlow Lite / LiteRT model. "
+        f"'{PROG} [MODEL]' opens the window (the demo model when MODEL is omitted).",
+    )
+    parser.add_argument("--version", action="version", version=f"{PROG} {__version__}")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+    for name, mod in COMMANDS.items():
+        try:
+            module = importlib.import_module(f"viewer.cli.{mod}")
+        except ModuleNotFoundError as e:
+            if e.name == f"viewer.cli.{mod}":
+                continue  # not written yet
+            raise
+        module.add_parser(sub)
+    return parser
+
+
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Run the command line.
+
+    Returns
+    -------
+    int
+        0 on success; 1 when ``check`` finds the plan over budget; 2 on bad input (with one
+        line on stderr naming the file and what is wrong); 3 on an internal error.
+    """
+    argv = list(sys.argv[1:] if argv is None else argv)
+    # `arena-viewer` and `arena-viewer MODEL` open the window.
+    if not argv or (argv[0] not in COMMANDS and not argv[0].startswith("-")):
+        argv = ["gui", *argv]
+    parser = build_parser()
+    try:
+        args = parser.parse_args(argv)
+    except SystemExit as e:  # argparse already printed one usage line
+        return int(e.code or 0) if isinstance(e.code, int) else 2
+    if not getattr(args, "command", None):
+        parser.print_help()
+        return 0
+    try:
+        return int(args.run(args) or 0)
+    except ViewerError as e:
+        print(f"{PROG}: error: {e}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        print(f"{PROG}: interrupted", file=sys.stderr)
+        return 130
+    except Exception as e:  # never a traceback to a user
+        if os.environ.get("ARENA_VIEWER_DEBUG"):
+            raise
+        print(
+            f"{PROG}: internal error: {type(e).__name__}: {e} "
+            "(set ARENA_VIEWER_DEBUG=1 for a traceback, and please report it)",
+            file=sys.stderr,
+        )
+        return 3
+
+
+def entry_point() -> None:
+    """Console-script entry point."""
+    sys.exit(main())

@@ -1,0 +1,3 @@
+from viewer.cli import entry_point
+
+entry_point()

@@ -1,0 +1,73 @@
+"""Run several planners on one problem and pick the smallest plan."""
+
+from __future__ import annotations
+
+import time
+from typing import Iterable
+
+from viewer.errors import PlanCancelled
+from viewer.planning.registry import get_planner, planner_names
+from viewer.planning.types import DEFAULT_ALIGNMENT, Plan, PlanningProblem
+from viewer.planning.verify import verify_plan
+
+
+def default_planner_names(include_exact: bool = False) -> list[str]:
+    """Every registered planner; exact (slow) ones only when ``include_exact``."""
+    return [n for n in planner_names() if include_exact or not get_planner(n).exact]
+
+
+def run_planners(
+    problem: PlanningProblem,
+    names: Iterable[str] | None = None,
+    alignment: int = DEFAULT_ALIGNMENT,
+    *,
+    progress=None,
+    cancelled=None,
+    time_limit: float | None = None,
+    verify: bool = True,
+) -> dict[str, Plan]:
+    """Run each named planner (default: every non-exact one) and verify its plan.
+
+    Returns
+    -------
+    dict
+        name -> Plan, in the order given. Each plan's ``stats["seconds"]`` is its run time.
+
+    Raises
+    ------
+    viewer.errors.PlanningError
+        Unknown planner, or a plan that fails :func:`verify_plan` (a bug, reported plainly).
+    viewer.errors.PlanCancelled
+        When ``cancelled()`` turned true.
+    """
+    names = list(names) if names is not None else default_planner_names()
+    out: dict[str, Plan] = {}
+    for k, name in enumerate(names):
+        if cancelled is not None and cancelled():
+            raise PlanCancelled("planning cancelled")
+        spec = get_planner(name)
+        if progress is not None:
+            progress(k / max(len(names), 1), f"planning: {spec.label}")
+        t0 = time.perf_counter()
+        plan = spec.func(
+            problem, alignment, progress=None if not spec.exact else progress,
+            cancelled=cancelled, time_limit=time_limit,
+        )
+        dt = time.perf_counter() - t0
+        plan = Plan(
+            plan.planner, plan.offsets, plan.arena_bytes, plan.alignment,
+            plan.proven_optimal, plan.bound_bytes, {**dict(plan.stats), "seconds": dt},
+        )
+        if verify:
+            verify_plan(problem, plan)
+        out[name] = plan
+    if progress is not None:
+        progress(1.0, "planned")
+    return out
+
+
+def best_plan_name(plans: dict[str, Plan]) -> str | None:
+    """Name of the smallest plan (first registered wins a tie); None when empty."""
+    if not plans:
+        return None
+    return min(plans, key=lambda n: (plans[n].arena_bytes, list(plans).index(n)))

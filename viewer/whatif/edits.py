@@ -1,0 +1,75 @@
+"""What-if edits: the levers a user can pull before planning.
+
+``apply_edits`` turns a model's subgraph into a new :class:`~viewer.model.types.Subgraph` whose
+tensor shapes and bytes follow the edits; analysis and planning then run unchanged.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Mapping
+
+from viewer.model.types import Model, Subgraph
+
+
+@dataclass(frozen=True)
+class WhatIfEdits:
+    """Edits applied before analysis.
+
+    Attributes
+    ----------
+    input_shapes : Mapping[str | int, tuple of int]
+        Graph input (by tensor name, by input position as int, or "" for "the only image
+        input") -> new shape.
+    batch : int or None
+        New batch size (dimension 0 of every input), N >= 1.
+    activation_dtype : str or None
+        Storage what-if: every non-constant float tensor stored as this dtype
+        (float32, float16, bfloat16, int8). Weights are untouched.
+    tensor_dtypes : Mapping[int, str]
+        Per-tensor storage override (tensor index -> dtype), applied after ``activation_dtype``.
+    """
+
+    input_shapes: Mapping[str | int, tuple[int, ...]] = field(default_factory=dict, hash=False)
+    batch: int | None = None
+    activation_dtype: str | None = None
+    tensor_dtypes: Mapping[int, str] = field(default_factory=dict, hash=False)
+
+    def is_empty(self) -> bool:
+        return not (self.input_shapes or self.batch or self.activation_dtype or self.tensor_dtypes)
+
+
+@dataclass(frozen=True)
+class EditedSubgraph:
+    """The result of :func:`apply_edits`.
+
+    Attributes
+    ----------
+    subgraph : Subgraph
+        With new shapes/dtypes/bytes.
+    estimated : bool
+        Shapes come from our own inference, not the runtime's.
+    notes : tuple of str
+        One line each, for the user (e.g. why the runtime could not propagate).
+    """
+
+    subgraph: Subgraph
+    estimated: bool = False
+    notes: tuple[str, ...] = ()
+
+
+def apply_edits(model: Model, subgraph_index: int, edits: WhatIfEdits | None) -> EditedSubgraph:
+    """Apply ``edits`` to subgraph ``subgraph_index`` of ``model``.
+
+    Raises
+    ------
+    viewer.errors.WhatIfError
+        For an edit the model cannot take, naming the operator and why.
+    viewer.errors.SubgraphError
+    """
+    sg = model.subgraph(subgraph_index)
+    if edits is None or edits.is_empty():
+        return EditedSubgraph(sg)
+    from viewer.whatif import apply as _apply  # written in the what-if issue
+
+    return _apply.apply_edits(model, subgraph_index, edits)
