@@ -1,0 +1,47 @@
+"""Byte sizes for people: format and parse (shared by every layer; no dependencies)."""
+
+from __future__ import annotations
+
+import re
+
+from viewer.errors import UsageError
+
+_BINARY = [("GiB", 1 << 30), ("MiB", 1 << 20), ("KiB", 1 << 10)]
+_UNITS = {
+    "": 1, "b": 1,
+    "kb": 1000, "mb": 1000**2, "gb": 1000**3, "tb": 1000**4,
+    "kib": 1 << 10, "mib": 1 << 20, "gib": 1 << 30, "tib": 1 << 40,
+    "k": 1 << 10, "m": 1 << 20, "g": 1 << 30,
+}
+
+
+def format_bytes(n: int | float, precision: int = 1) -> str:
+    """``1536 -> '1.5 KiB'``; binary units (KiB/MiB/GiB), bytes below 1 KiB."""
+    n = float(n)
+    sign = "-" if n < 0 else ""
+    a = abs(n)
+    for unit, scale in _BINARY:
+        if a >= scale:
+            return f"{sign}{a / scale:.{precision}f} {unit}"
+    return f"{sign}{int(a)} B"
+
+
+def parse_size(text: str) -> int:
+    """Parse a size such as ``4MiB``, ``512KB``, ``1.5GiB``, ``1000`` into bytes.
+
+    KB/MB/GB are decimal (1000-based), KiB/MiB/GiB binary; a bare K/M/G is binary.
+
+    Raises
+    ------
+    viewer.errors.UsageError
+        For anything else.
+    """
+    m = re.fullmatch(r"\s*([0-9]*\.?[0-9]+(?:[eE][+-]?[0-9]+)?)\s*([A-Za-z]*)\s*", str(text))
+    if not m or m.group(2).lower() not in _UNITS:
+        raise UsageError(
+            f"cannot read size {text!r}: use a number with an optional unit, e.g. 4MiB, 512KB, 1.5GiB"
+        )
+    value = float(m.group(1)) * _UNITS[m.group(2).lower()]
+    if value < 0:
+        raise UsageError(f"size {text!r} is negative")
+    return int(round(value))
