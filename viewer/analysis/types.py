@@ -188,3 +188,23 @@ class Analysis:
             if u.alias_of is not None and u.alias_of in offsets:
                 out[u.tensor] = offsets[u.alias_of]
         return out
+
+
+@dataclass(frozen=True)
+class Temporary:
+    """A kernel temporary the runtime adds (im2col, scratch): live during one operator only.
+
+    Attributes
+    ----------
+    id : int
+        The runtime's tensor index (after the model's own tensors).
+    op : int
+        Operator that created it in its prepare step.
+    nbytes : int
+    name : str
+    """
+
+    id: int
+    op: int
+    nbytes: int
+    name: str = ""
