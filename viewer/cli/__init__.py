@@ -62,19 +62,25 @@ def main(argv: list[str] | None = None) -> int:
     # `arena-viewer` and `arena-viewer MODEL` open the window.
     if not argv or (argv[0] not in COMMANDS and not argv[0].startswith("-")):
         argv = ["gui", *argv]
-    parser = build_parser()
     try:
-        args = parser.parse_args(argv)
-    except SystemExit as e:  # argparse already printed one usage line
-        return int(e.code or 0) if isinstance(e.code, int) else 2
-    if not getattr(args, "command", None):
-        parser.print_help()
-        return 0
-    try:
+        parser = build_parser()
+        try:
+            args = parser.parse_args(argv)
+        except SystemExit as e:  # argparse already printed one usage line
+            return int(e.code or 0) if isinstance(e.code, int) else 2
+        if not getattr(args, "command", None):
+            parser.print_help()
+            return 0
         return int(args.run(args) or 0)
     except ViewerError as e:
         print(f"{PROG}: error: {e}", file=sys.stderr)
         return 2
+    except BrokenPipeError:  # e.g. `arena-viewer plan --json M | head`
+        try:
+            sys.stdout = open(os.devnull, "w")
+        except OSError:
+            pass
+        return 0
     except KeyboardInterrupt:
         print(f"{PROG}: interrupted", file=sys.stderr)
         return 130

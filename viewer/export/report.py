@@ -1,0 +1,132 @@
+"""The JSON report: the object ``plan --json`` prints and File > Export JSON writes.
+
+Units: every size is in bytes; ``first_op`` and ``last_op`` are inclusive operator indices;
+``id`` is the tensor's index in the subgraph (kernel temporaries follow the model's tensors).
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any, Mapping
+
+from viewer.analysis.types import Analysis
+from viewer.model.types import Model
+from viewer.planning.types import Plan
+
+SCHEMA_VERSION = 1
+
+
+def gap_pct(arena_bytes: int, lower_bound_bytes: int) -> float:
+    """Percent by which ``arena_bytes`` exceeds the lower bound (0.0 when the bound is 0)."""
+    if lower_bound_bytes <= 0:
+        return 0.0
+    return 100.0 * (arena_bytes - lower_bound_bytes) / lower_bound_bytes
+
+
+def build_report(
+    model: Model,
+    subgraph_index: int,
+    analysis: Analysis,
+    plans: Mapping[str, Plan],
+    best_plan: str | None,
+    *,
+    notes: tuple[str, ...] = (),
+    edits: Mapping[str, Any] | None = None,
+) -> dict[str, Any]:
+    """Build the report object.
+
+    Returns
+    -------
+    dict
+        JSON-ready: ``model``, ``subgraph``, ``naive_bytes``, ``lower_bound_bytes``,
+        ``weights_bytes``, ``widest_operator`` {index, op, breadth_bytes, tensors},
+        ``tensors`` [{id, name, shape, dtype, bytes, first_op, last_op, kind, ...}],
+        ``operators`` [{index, op, inputs, outputs, breadth_bytes}],
+        ``plans`` {name: {arena_bytes, offsets {id: offset}, gap_pct, ...}}, ``best_plan``,
+        ``outside_arena``, ``flagged_tensors``, ``notes``.
+    """
+    sg = analysis.subgraph
+    lb = analysis.lower_bound_bytes
+    tensors = []
+    for u in analysis.usages:
+        t = sg.tensors[u.tensor] if u.tensor < len(sg.tensors) else None
+        tensors.append({
+            "id": u.tensor,
+            "name": analysis.tensor_name(u.tensor),
+            "shape": list(t.shape) if t else None,
+            "dtype": t.dtype if t else None,
+            "bytes": u.nbytes,
+            "first_op": u.first_op,
+            "last_op": u.last_op,
+            "kind": u.kind,
+            "producer": u.producer,
+            "consumers": list(u.consumers),
+            "alias_of": u.alias_of,
+        })
+    ops = []
+    for op in sg.operators:
+        ops.append({
+            "index": op.index,
+            "op": op.op_name,
+            "inputs": list(op.inputs),
+            "outputs": list(op.outputs),
+            "breadth_bytes": int(analysis.breadth[op.index]) if len(analysis.breadth) else 0,
+        })
+    w = analysis.widest_op
+    widest = None
+    if w >= 0:
+        widest = {
+            "index": w,
+            "op": analysis.op_name(w),
+            "breadth_bytes": lb,
+            "tensors": [
+                {"id": e.tensor, "name": e.name, "bytes": e.nbytes, "producer": e.producer,
+                 "producer_op": e.producer_op, "held_ops": e.held_ops, "kind": e.kind}
+                for e in analysis.operator_profile(w)
+            ],
+        }
+    plans_out = {}
+    for name, p in plans.items():
+        offsets = analysis.resolve_alias_offsets(p.offsets)
+        plans_out[name] = {
+            "arena_bytes": p.arena_bytes,
+            "gap_pct": round(gap_pct(p.arena_bytes, lb), 3),
+            "alignment": p.alignment,
+            "proven_optimal": p.proven_optimal,
+            "bound_bytes": p.bound_bytes,
+            "seconds": round(float(p.stats.get("seconds", 0.0)), 6),
+            "offsets": {str(k): int(v) for k, v in sorted(offsets.items())},
+        }
+    flagged = [
+        {"id": t.index, "name": t.name, "flags": sorted(t.flags)}
+        for t in sg.tensors if t.flags
+    ]
+    return {
+        "schema_version": SCHEMA_VERSION,
+        "model": model.path,
+        "subgraph": subgraph_index,
+        "subgraph_name": sg.name,
+        "num_operators": len(sg.operators),
+        "naive_bytes": analysis.naive_bytes,
+        "lower_bound_bytes": lb,
+        "weights_bytes": model.weights_bytes,
+        "widest_operator": widest,
+        "best_plan": best_plan,
+        "plans": plans_out,
+        "tensors": tensors,
+        "operators": ops,
+        "outside_arena": [
+            {"id": k, "name": analysis.tensor_name(k), "reason": v,
+             "bytes": sg.tensors[k].nbytes if k < len(sg.tensors) else 0}
+            for k, v in sorted(analysis.outside.items())
+        ],
+        "flagged_tensors": flagged,
+        "edits": dict(edits) if edits else None,
+        "notes": list(notes),
+    }
+
+
+def write_report(report: Mapping[str, Any], path: str | Path) -> None:
+    """Write ``report`` as indented JSON to ``path``."""
+    Path(path).write_text(json.dumps(report, indent=1) + "\n")

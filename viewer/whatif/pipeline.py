@@ -1,0 +1,58 @@
+"""One call from a model file (plus what-if edits) to an analysis ready to plan.
+
+Used the same way by the CLI (synchronously) and by the GUI's workers.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from viewer.analysis.intervals import analyze
+from viewer.analysis.types import Analysis, Temporary
+from viewer.model.reader import load_model
+from viewer.model.types import Model
+from viewer.whatif.edits import WhatIfEdits, apply_edits
+
+
+@dataclass(frozen=True)
+class Prepared:
+    """A model, the subgraph chosen, the edits applied, and its analysis.
+
+    Attributes
+    ----------
+    model : Model
+    subgraph_index : int
+    edits : WhatIfEdits or None
+    analysis : Analysis
+        Of the edited subgraph.
+    estimated : bool
+        Shapes come from our own inference rather than the runtime's.
+    notes : tuple of str
+    """
+
+    model: Model
+    subgraph_index: int
+    edits: WhatIfEdits | None
+    analysis: Analysis
+    estimated: bool = False
+    notes: tuple[str, ...] = ()
+
+
+def prepare(
+    model: Model | str,
+    subgraph_index: int = 0,
+    edits: WhatIfEdits | None = None,
+    *,
+    temporaries: tuple[Temporary, ...] = (),
+) -> Prepared:
+    """Load (if given a path), apply ``edits`` and analyse subgraph ``subgraph_index``.
+
+    Raises
+    ------
+    viewer.errors.ModelFormatError, viewer.errors.SubgraphError, viewer.errors.WhatIfError
+    """
+    if not isinstance(model, Model):
+        model = load_model(model)
+    edited = apply_edits(model, subgraph_index, edits)
+    analysis = analyze(edited.subgraph, temporaries=temporaries)
+    return Prepared(model, subgraph_index, edits, analysis, edited.estimated, edited.notes)
