@@ -8,7 +8,7 @@ from typing import Mapping
 import numpy as np
 
 from viewer.model.types import Subgraph
-from viewer.planning.types import Buffer, PlanningProblem
+from viewer.analysis.problem import Buffer, PlanningProblem
 
 # Tensor kinds, as drawn and reported.
 KIND_INPUT = "input"  # graph input: live from operator 0, never freed
