@@ -6,7 +6,7 @@ It lives in the analysis layer because an analysis produces it; planners re-expo
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 
@@ -48,10 +48,17 @@ class PlanningProblem:
         In tensor-index order.
     num_ops : int
         Operators in the subgraph; every ``last`` is < ``num_ops`` (or 0 when there are none).
+    alloc_queue : tuple of tuple of Buffer
+        Optional, read by the ``litert`` planner only: per operator, every tensor LiteRT queues
+        for allocation there (``ArenaPlanner::nodes_to_tensors_``) in insertion order,
+        including ones outside this arena (in-place aliases, persistent tensors), each as a
+        Buffer (alloc node, dealloc node, bytes, never freed). It decides the ties of LiteRT's
+        unstable sort. Empty: the planner derives it from ``buffers``.
     """
 
     buffers: tuple[Buffer, ...]
     num_ops: int
+    alloc_queue: tuple[tuple[Buffer, ...], ...] = field(default=(), compare=False, hash=False)
 
     def arrays(self) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
         """Return ``(ids, first, last, size)`` as int64 arrays of shape (n,)."""
