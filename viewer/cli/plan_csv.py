@@ -1,0 +1,117 @@
+"""``arena-viewer plan-csv PROBLEM.csv``: plan a MiniMalloc-style problem with every planner.
+
+The problem file has the columns ``id,lower,upper,size`` (google/minimalloc's benchmark format):
+a half-open usage interval ``[lower, upper)`` and a size in bytes per buffer. It is read by
+:func:`viewer.planning.csv_io.read_problem_csv`; ``[lower, upper)`` becomes
+``Buffer(first=lower, last=upper - 1)``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+
+from viewer.cli._common import known_planners_help, planner_choice
+from viewer.errors import UsageError
+from viewer.planning.csv_io import read_problem_csv
+from viewer.planning.run import best_plan_name, run_planners
+from viewer.units import format_bytes
+
+
+def add_parser(sub) -> None:
+    """Add the ``plan-csv`` subcommand to ``sub`` (an argparse subparsers object)."""
+    p = sub.add_parser(
+        "plan-csv",
+        help="plan a minimalloc-style CSV problem (id,lower,upper,size) with every planner",
+        description="Read PROBLEM.csv (columns id,lower,upper,size; lifetimes are half-open "
+        "[lower, upper), sizes in bytes), run the planners and report each arena, its ratio to "
+        "the lower bound (the widest time step's breadth) and the planning time.",
+    )
+    p.add_argument("problem", metavar="PROBLEM.csv", help="problem file: id,lower,upper,size")
+    p.add_argument(
+        "--planner", default="all", metavar="NAME",
+        help="a planner, a comma-separated list, or 'all' (default: every heuristic; the exact "
+        f"'optimal' only when named). Known: {known_planners_help()}",
+    )
+    p.add_argument("--time-limit", type=float, default=None, metavar="S",
+                   help="time limit in seconds for the exact planner")
+    p.add_argument("--json", action="store_true", help="print one JSON object instead of a table")
+    p.add_argument("--alignment", type=int, default=1, metavar="N",
+                   help="every offset a multiple of N bytes (default 1 for CSV problems)")
+    p.set_defaults(run=run)
+
+
+def _planner_names(text: str) -> list[str]:
+    names: list[str] = []
+    for part in str(text).split(","):
+        part = part.strip()
+        if not part:
+            continue
+        for n in planner_choice(part):
+            if n not in names:
+                names.append(n)
+    if not names:
+        raise UsageError(f"--planner {text!r} names no planner; known: {known_planners_help()}")
+    return names
+
+
+def run(args: argparse.Namespace) -> int:
+    """Plan the problem and print a table (or JSON with ``--json``).
+
+    Returns
+    -------
+    int
+        0 on success.
+
+    Raises
+    ------
+    viewer.errors.PlanningError
+        Bad CSV (missing file, bad header, non-integer field, ``upper <= lower``, negative
+        size) or an unknown planner: one line naming the file or planner.
+    viewer.errors.UsageError
+        ``--alignment`` below 1 or a negative ``--time-limit``.
+    """
+    if args.alignment < 1:
+        raise UsageError(f"--alignment must be a positive number of bytes, not {args.alignment}")
+    if args.time_limit is not None and not args.time_limit > 0:
+        raise UsageError(f"--time-limit must be a positive number of seconds, not {args.time_limit}")
+    names = _planner_names(args.planner)
+    problem, ids = read_problem_csv(args.problem)
+    lower = problem.lower_bound()
+    plans = run_planners(problem, names, args.alignment, time_limit=args.time_limit)
+    best = best_plan_name(plans)
+    if args.json:
+        report = {
+            "problem": str(args.problem),
+            "buffers": len(problem.buffers),
+            "alignment": args.alignment,
+            "lower_bound_bytes": lower,
+            "plans": {
+                name: {
+                    "arena_bytes": int(plan.arena_bytes),
+                    "offsets": {ids[b.id]: int(plan.offsets[b.id]) for b in problem.buffers},
+                    "seconds": float(plan.stats.get("seconds", 0.0)),
+                    "proven_optimal": bool(plan.proven_optimal),
+                }
+                for name, plan in plans.items()
+            },
+            "best_plan": best,
+        }
+        json.dump(report, sys.stdout, indent=1)
+        sys.stdout.write("\n")
+        return 0
+    out = sys.stdout.write
+    out(f"{args.problem}  ({len(problem.buffers)} buffers, alignment {args.alignment})\n")
+    out(f"lower bound {lower:,d} B ({format_bytes(lower, 3)})\n")
+    out(f"{'planner':<20}{'arena (bytes)':>16}{'arena':>13}{'/ lower bound':>15}{'time (s)':>11}\n")
+    for name, plan in plans.items():
+        ratio = f"{plan.arena_bytes / lower:.3f}x" if lower else "-"
+        mark = "  proven optimal" if plan.proven_optimal else ""
+        star = " *" if name == best else ""
+        out(
+            f"{name + star:<20}{plan.arena_bytes:>16,d}{format_bytes(plan.arena_bytes, 3):>13}"
+            f"{ratio:>15}{plan.stats.get('seconds', 0.0):>11.3f}{mark}\n"
+        )
+    out("* smallest arena\n")
+    return 0
