@@ -51,15 +51,23 @@ class EditedSubgraph:
         Shapes come from our own inference, not the runtime's.
     notes : tuple of str
         One line each, for the user (e.g. why the runtime could not propagate).
+    input_shapes : Mapping[int, tuple of int]
+        Graph input tensor index -> its shape after the edits (empty when nothing was edited).
     """
 
     subgraph: Subgraph
     estimated: bool = False
     notes: tuple[str, ...] = ()
+    input_shapes: Mapping[int, tuple[int, ...]] = field(default_factory=dict, compare=False, hash=False)
 
 
-def apply_edits(model: Model, subgraph_index: int, edits: WhatIfEdits | None) -> EditedSubgraph:
+def apply_edits(
+    model: Model, subgraph_index: int, edits: WhatIfEdits | None, **options
+) -> EditedSubgraph:
     """Apply ``edits`` to subgraph ``subgraph_index`` of ``model``.
+
+    ``options`` go to :func:`viewer.whatif.apply.apply_edits` (``shape_source="auto"`` uses
+    the LiteRT runtime's shape propagation, ``"inferred"`` only our own; ``timeout`` seconds).
 
     Raises
     ------
@@ -72,4 +80,4 @@ def apply_edits(model: Model, subgraph_index: int, edits: WhatIfEdits | None) ->
         return EditedSubgraph(sg)
     from viewer.whatif import apply as _apply  # written in the what-if issue
 
-    return _apply.apply_edits(model, subgraph_index, edits)
+    return _apply.apply_edits(model, subgraph_index, edits, **options)
