@@ -1,0 +1,510 @@
+"""The main window: packing chart in the centre, side panel and tensor table in docks.
+
+All slow work (reading, measuring, analysing, planning) runs in :class:`~viewer.ui.workers.TaskRunner`;
+this module only builds requests and applies responses, on the GUI thread.
+"""
+
+from __future__ import annotations
+
+import importlib
+import os
+from pathlib import Path
+
+from PySide6.QtCore import QSettings, Qt, Signal
+from PySide6.QtGui import QAction, QKeySequence
+from PySide6.QtWidgets import (
+    QDockWidget,
+    QFileDialog,
+    QLabel,
+    QMainWindow,
+    QProgressBar,
+    QToolButton,
+    QWidget,
+)
+
+from viewer.errors import ViewerError
+from viewer.resources import DEMO_MODEL, resource_path
+from viewer.ui import dialogs
+from viewer.ui.side_panel import SidePanel
+from viewer.ui.tensor_table import TensorTable
+from viewer.ui.workers import AnalysisRequest, AnalysisResponse, TaskRunner, plan_label
+from viewer.whatif.edits import WhatIfEdits
+
+APP_NAME = "Arena Viewer"
+MAX_RECENT = 8
+MODEL_FILTER = "TensorFlow Lite / LiteRT models (*.tflite);;All files (*)"
+
+
+def _optional(module: str, attr: str):
+    """``module.attr`` when a colleague's module exists, else None."""
+    try:
+        mod = importlib.import_module(module)
+    except ModuleNotFoundError as e:
+        if e.name == module:
+            return None
+        raise
+    return getattr(mod, attr, None)
+
+
+def chart_class():
+    """The packing chart widget: ``viewer.ui.chart.PackingChart``, or the stand-in."""
+    cls = _optional("viewer.ui.chart", "PackingChart")
+    if cls is None:
+        from viewer.ui.chart_placeholder import PlaceholderChart as cls
+    return cls
+
+
+def _is_model_url(url) -> bool:
+    return url.isLocalFile() and url.toLocalFile().lower().endswith(".tflite")
+
+
+class MainWindow(QMainWindow):
+    """Arena Viewer's window.
+
+    Parameters
+    ----------
+    settings : QSettings, optional
+        Where recent files and options live (tests pass a temporary INI file).
+    measure : bool, optional
+        Run the real LiteRT runtime for each opened model (default: the saved setting, on).
+    """
+
+    #: Emitted after a response is shown (tests wait on it).
+    view_changed = Signal()
+    #: Emitted with the one-line reason when opening or analysing failed.
+    open_failed = Signal(str)
+
+    def __init__(self, settings: QSettings | None = None, measure: bool | None = None,
+                 parent: QWidget | None = None):
+        super().__init__(parent)
+        self.settings = settings if settings is not None else QSettings("ArenaViewer", "arena-viewer")
+        if measure is None:
+            measure = str(self.settings.value("measure", "true")).lower() == "true"
+        self._measure = bool(measure)
+        self._resp: AnalysisResponse | None = None
+        self._planner: str | None = None
+        self._selected: int | None = None
+        self._edits: WhatIfEdits | None = None
+        self._pending_path: str | None = None
+        self.setWindowTitle(APP_NAME)
+        self.setAcceptDrops(True)
+        self.resize(1400, 860)
+
+        self.chart = chart_class()(self)
+        self.setCentralWidget(self.chart)
+        self.side = SidePanel(self)
+        self.table = TensorTable(self)
+        self._add_dock("Summary", self.side, Qt.DockWidgetArea.RightDockWidgetArea, "side_dock")
+        self._add_dock("Tensors", self.table, Qt.DockWidgetArea.BottomDockWidgetArea, "table_dock")
+        self.whatif = None
+        panel_cls = _optional("viewer.ui.whatif_panel", "WhatIfPanel")
+        if panel_cls is not None:
+            self.whatif = panel_cls(self)
+            self._add_dock("What if", self.whatif, Qt.DockWidgetArea.LeftDockWidgetArea, "whatif_dock")
+            self.whatif.edits_changed.connect(self._on_whatif_edits_changed)
+
+        self.runner = TaskRunner(self)
+        self.runner.response_ready.connect(self._on_runner_response_ready)
+        self.runner.failed.connect(self._on_runner_failed)
+        self.runner.progressed.connect(self._on_runner_progressed)
+        self.runner.busy_changed.connect(self._on_runner_busy_changed)
+
+        self.chart.tensor_selected.connect(self._on_chart_tensor_selected)
+        self.chart.tensor_hovered.connect(self._on_chart_tensor_hovered)
+        self.chart.operator_clicked.connect(self.side.show_operator)
+        self.table.tensor_selected.connect(self._on_table_tensor_selected)
+        self.side.tensor_selected.connect(self._on_table_tensor_selected)
+        self.side.planner_changed.connect(self._on_side_planner_changed)
+        self.side.subgraph_changed.connect(self._on_side_subgraph_changed)
+        self.side.min_held_changed.connect(self.chart.set_min_held)
+        self.side.color_mode_changed.connect(self.chart.set_color_mode)
+
+        self._build_status_bar()
+        self._build_menus()
+        self._update_actions()
+
+    # --- construction -------------------------------------------------------------------
+
+    def _add_dock(self, title: str, widget: QWidget, area, name: str) -> QDockWidget:
+        dock = QDockWidget(title, self)
+        dock.setObjectName(name)
+        dock.setWidget(widget)
+        self.addDockWidget(area, dock)
+        return dock
+
+    def _build_status_bar(self) -> None:
+        sb = self.statusBar()
+        self.status_label = QLabel("Open a .tflite model (Ctrl+O) or drop one here.")
+        self.progress = QProgressBar()
+        self.progress.setRange(0, 1000)
+        self.progress.setMaximumWidth(220)
+        self.progress.setVisible(False)
+        self.cancel_button = QToolButton()
+        self.cancel_button.setText("Cancel")
+        self.cancel_button.setVisible(False)
+        self.cancel_button.clicked.connect(self.runner.cancel)
+        sb.addWidget(self.status_label, 1)
+        sb.addPermanentWidget(self.progress)
+        sb.addPermanentWidget(self.cancel_button)
+
+    def _action(self, text: str, slot, shortcut=None, tip: str = "") -> QAction:
+        a = QAction(text, self)
+        if shortcut is not None:
+            a.setShortcut(QKeySequence(shortcut))
+        if tip:
+            a.setStatusTip(tip)
+        a.triggered.connect(slot)
+        return a
+
+    def _build_menus(self) -> None:
+        mb = self.menuBar()
+        m = mb.addMenu("&File")
+        self.open_action = self._action("&Open…", lambda: self.open_dialog(), QKeySequence.StandardKey.Open,
+                                        "Open a .tflite model")
+        self.demo_action = self._action("Open &demo model", self.open_demo)
+        self.recent_menu = m.addMenu("Open &recent")
+        self.export_image_action = self._action("&Export image…", lambda: self.export_image(), "Ctrl+E",
+                                                "Save the chart as PNG or SVG")
+        self.export_json_action = self._action("Export &JSON…", lambda: self.export_json(), "Ctrl+Shift+E",
+                                               "Save the report (the same object as 'plan --json')")
+        self.quit_action = self._action("&Quit", self.close, QKeySequence.StandardKey.Quit)
+        m.addAction(self.open_action)
+        m.addAction(self.demo_action)
+        m.addMenu(self.recent_menu)
+        m.addSeparator()
+        m.addAction(self.export_image_action)
+        m.addAction(self.export_json_action)
+        m.addSeparator()
+        m.addAction(self.quit_action)
+        self._rebuild_recent_menu()
+
+        m = mb.addMenu("&View")
+        self.next_planner_action = self._action("&Next planner", lambda: self.side.step_planner(1), "Ctrl+]")
+        self.prev_planner_action = self._action("&Previous planner", lambda: self.side.step_planner(-1), "Ctrl+[")
+        self.reset_view_action = self._action("&Reset zoom", self.chart.reset_view, "Ctrl+0")
+        self.color_action = self._action("Toggle &colour (kind / op)", self._toggle_color, "Ctrl+K")
+        self.find_action = self._action("&Find tensor", self._focus_search, QKeySequence.StandardKey.Find)
+        self.escape_action = self._action("Clear selection", self._on_escape, Qt.Key.Key_Escape)
+        for a in (self.next_planner_action, self.prev_planner_action, self.reset_view_action,
+                  self.color_action, self.find_action, self.escape_action):
+            m.addAction(a)
+        m.addSeparator()
+        for dock in self.findChildren(QDockWidget):
+            m.addAction(dock.toggleViewAction())
+
+        m = mb.addMenu("&Analysis")
+        self.measure_action = QAction("&Measure with the LiteRT runtime", self)
+        self.measure_action.setCheckable(True)
+        self.measure_action.setChecked(self._measure)
+        self.measure_action.setStatusTip(
+            "Run the real interpreter (in a subprocess) for kernel temporaries and the measured arena")
+        self.measure_action.toggled.connect(self._on_measure_toggled)
+        m.addAction(self.measure_action)
+
+        m = mb.addMenu("&Help")
+        m.addAction(self._action("&Keyboard shortcuts", lambda: dialogs.show_shortcuts(self), "F1"))
+
+    # --- opening ------------------------------------------------------------------------
+
+    @property
+    def response(self) -> AnalysisResponse | None:
+        """What is shown now."""
+        return self._resp
+
+    @property
+    def planner(self) -> str | None:
+        return self._planner
+
+    @property
+    def selected_tensor(self) -> int | None:
+        return self._selected
+
+    def open_dialog(self) -> None:
+        start = os.path.dirname(self._resp.model.path) if self._resp else str(Path.home())
+        path, _ = QFileDialog.getOpenFileName(self, "Open model", start, MODEL_FILTER)
+        if path:
+            self.open_model(path)
+
+    def open_demo(self) -> None:
+        self.open_model(str(resource_path(DEMO_MODEL)))
+
+    def open_model(self, path: str, *, model=None, subgraph: int = 0) -> None:
+        """Read, analyse and plan ``path`` in the background; show it when done.
+
+        A file that cannot be read opens a dialog with the one-line reason; whatever was
+        shown before stays.
+        """
+        self._pending_path = str(path)
+        self._submit(AnalysisRequest(str(path), subgraph, model, None, measure=self._measure))
+
+    def _submit(self, request: AnalysisRequest) -> None:
+        self.status_label.setText(f"Opening {os.path.basename(request.path)}…")
+        self.runner.submit(request)
+
+    def _on_runner_response_ready(self, resp: AnalysisResponse) -> None:
+        new_model = self._resp is None or self._resp.model is not resp.model
+        self._resp = resp
+        self._edits = resp.request.edits
+        if new_model:
+            self._selected = None
+            self._add_recent(resp.model.path)
+            if self.whatif is not None and hasattr(self.whatif, "set_model"):
+                self.whatif.set_model(resp.model, resp.request.subgraph)
+        self._planner = self.side.set_response(resp, self._planner)
+        self._show_plan()
+        if self._selected is not None and resp.analysis.usage(self._selected) is None:
+            self._selected = None
+        self._apply_selection(self._selected, source=None)
+        name = os.path.basename(resp.model.path)
+        self.setWindowTitle(f"{name} — {APP_NAME}")
+        a = resp.analysis
+        extra = " (shapes estimated)" if resp.estimated else ""
+        self.status_label.setText(
+            f"{name}: {a.num_ops} operators, {len(a.usages)} arena tensors; planned in "
+            f"{resp.seconds:.2f} s{extra}" + (f" — {resp.measure_note}" if resp.measure_note else ""))
+        self._update_actions()
+        self.view_changed.emit()
+
+    def _on_runner_failed(self, message: str) -> None:
+        self.status_label.setText(message)
+        self.open_failed.emit(message)
+        dialogs.show_error(self, "Cannot open model", message)
+
+    def _on_runner_progressed(self, fraction: float, message: str) -> None:
+        self.progress.setValue(int(1000 * fraction))
+        self.status_label.setText(message)
+
+    def _on_runner_busy_changed(self, busy: bool) -> None:
+        self.progress.setVisible(busy)
+        self.cancel_button.setVisible(busy)
+        if busy:
+            self.progress.setValue(0)
+        else:
+            if self._resp is None and self.status_label.text().startswith("Opening"):
+                self.status_label.setText("Cancelled.")
+
+    # --- view -----------------------------------------------------------------------------
+
+    def _show_plan(self) -> None:
+        resp = self._resp
+        if resp is None or self._planner not in resp.plans:
+            self.chart.clear()
+            self.table.set_view(None, None)
+            return
+        plan = resp.plans[self._planner]
+        self.chart.set_view(resp.analysis, plan, model_name=os.path.basename(resp.model.path),
+                            subgraph=resp.request.subgraph)
+        self.table.set_view(resp.analysis, plan)
+
+    def set_planner(self, name: str) -> None:
+        """Show plan ``name`` (a key of the response's plans)."""
+        self.side.set_planner(name)
+
+    def _on_side_planner_changed(self, name: str) -> None:
+        self._planner = name
+        self._show_plan()
+        self._apply_selection(self._selected, source=None)
+        if self._resp is not None:
+            p = self._resp.plans[name]
+            self.status_label.setText(f"{plan_label(name)}: arena {p.arena_bytes:,} bytes")
+
+    def _on_side_subgraph_changed(self, index: int) -> None:
+        if self._resp is None:
+            return
+        r = self._resp.request
+        self._selected = None
+        self._submit(AnalysisRequest(r.path, index, self._resp.model, None, measure=self._measure))
+
+    def _on_whatif_edits_changed(self, edits: WhatIfEdits) -> None:
+        if self._resp is None:
+            return
+        r = self._resp.request
+        self._submit(AnalysisRequest(r.path, r.subgraph, self._resp.model, edits, measure=self._measure))
+
+    def _on_measure_toggled(self, on: bool) -> None:
+        self._measure = on
+        self.settings.setValue("measure", "true" if on else "false")
+
+    def select_tensor(self, tensor: int | None) -> None:
+        """Select ``tensor`` in the chart, the table and the details."""
+        self._apply_selection(tensor, source=None)
+
+    def _apply_selection(self, tensor: int | None, source: str | None) -> None:
+        self._selected = tensor
+        if source != "chart":
+            self.chart.select_tensor(tensor)
+        if source != "table":
+            self.table.select_tensor(tensor)
+        self.side.show_tensor(tensor)
+
+    def _on_chart_tensor_selected(self, tensor: int) -> None:
+        self._apply_selection(None if tensor < 0 else tensor, source="chart")
+
+    def _on_table_tensor_selected(self, tensor: int) -> None:
+        self._apply_selection(tensor, source="table")
+
+    def _on_chart_tensor_hovered(self, tensor: int) -> None:
+        if self._resp is None or tensor < 0:
+            return
+        a = self._resp.analysis
+        u = a.usage(tensor)
+        if u is not None:
+            self.statusBar().showMessage(
+                f"{a.tensor_name(tensor)}: {u.nbytes:,} bytes, operators {u.first_op}..{u.last_op}", 4000)
+
+    def _toggle_color(self) -> None:
+        c = self.side.color_combo
+        c.setCurrentIndex((c.currentIndex() + 1) % c.count())
+
+    def _focus_search(self) -> None:
+        self.table.search.setFocus()
+        self.table.search.selectAll()
+
+    def _on_escape(self) -> None:
+        if self.runner.busy:
+            self.runner.cancel()
+        else:
+            self.select_tensor(None)
+
+    def _update_actions(self) -> None:
+        has = self._resp is not None
+        self.export_image_action.setEnabled(has)
+        self.export_json_action.setEnabled(has)
+
+    # --- recent files -------------------------------------------------------------------
+
+    def recent_files(self) -> list[str]:
+        v = self.settings.value("recent_files", [])
+        if isinstance(v, str):
+            v = [v]
+        return [str(p) for p in (v or [])]
+
+    def _add_recent(self, path: str) -> None:
+        path = os.path.abspath(path)
+        try:
+            if Path(path).resolve() == resource_path(DEMO_MODEL).resolve():
+                return  # the demo is always one click away
+        except OSError:
+            pass
+        items = [path] + [p for p in self.recent_files() if p != path]
+        self.settings.setValue("recent_files", items[:MAX_RECENT])
+        self.settings.sync()
+        self._rebuild_recent_menu()
+
+    def _rebuild_recent_menu(self) -> None:
+        self.recent_menu.clear()
+        files = self.recent_files()
+        for i, p in enumerate(files):
+            a = self.recent_menu.addAction(f"&{i + 1} {os.path.basename(p)}")
+            a.setToolTip(p)
+            a.setData(p)
+            a.triggered.connect(lambda _=False, p=p: self.open_model(p))
+        if files:
+            self.recent_menu.addSeparator()
+            self.recent_menu.addAction("Clear list", self._clear_recent)
+        self.recent_menu.setEnabled(bool(files))
+
+    def _clear_recent(self) -> None:
+        self.settings.setValue("recent_files", [])
+        self._rebuild_recent_menu()
+
+    # --- export ---------------------------------------------------------------------------
+
+    def _default_export_name(self, ext: str) -> str:
+        resp = self._resp
+        stem = Path(resp.model.path).stem if resp else "arena"
+        folder = self.settings.value("export_dir", str(Path.home()))
+        return str(Path(str(folder)) / f"{stem}_{self._planner or 'plan'}.{ext}")
+
+    def export_image(self, path: str | None = None, width: int | None = None,
+                     height: int | None = None) -> str | None:
+        """Save the chart as PNG or SVG (format from the extension) of ``width`` x ``height`` px.
+
+        Without arguments, asks for size and file; asks before replacing an existing file.
+        Returns the path written, or None when the user cancelled.
+        """
+        if self._resp is None:
+            return None
+        if path is None:
+            dlg = dialogs.ExportImageDialog(self)
+            if dlg.exec() != dlg.DialogCode.Accepted:
+                return None
+            width, height, fmt = dlg.values()
+            path, _ = QFileDialog.getSaveFileName(
+                self, "Export image", self._default_export_name(fmt),
+                f"{fmt.upper()} image (*.{fmt})",
+                options=QFileDialog.Option.DontConfirmOverwrite)
+            if not path:
+                return None
+            if not path.lower().endswith((".png", ".svg")):
+                path += f".{fmt}"
+        width = int(width or 1600)
+        height = int(height or 900)
+        if not dialogs.confirm_overwrite(self, path):
+            return None
+        try:
+            self.chart.export(path, width, height)
+        except (ViewerError, OSError) as e:
+            dialogs.show_error(self, "Export failed", f"{path}: {e}")
+            return None
+        self.settings.setValue("export_dir", os.path.dirname(os.path.abspath(path)))
+        self.status_label.setText(f"Wrote {path} ({width}x{height})")
+        return path
+
+    def export_json(self, path: str | None = None) -> str | None:
+        """Save the report (the object ``plan --json`` prints) to ``path``.
+
+        Asks for the file when ``path`` is None, and before replacing an existing file.
+        Returns the path written, or None when cancelled.
+        """
+        from viewer.export.report import build_report, write_report
+
+        resp = self._resp
+        if resp is None:
+            return None
+        if path is None:
+            path, _ = QFileDialog.getSaveFileName(
+                self, "Export JSON report", self._default_export_name("json"),
+                "JSON (*.json)", options=QFileDialog.Option.DontConfirmOverwrite)
+            if not path:
+                return None
+        if not dialogs.confirm_overwrite(self, path):
+            return None
+        notes = tuple(resp.notes) + ((resp.measure_note,) if resp.measure_note else ())
+        edits = None
+        if resp.request.edits is not None and not resp.request.edits.is_empty():
+            e = resp.request.edits
+            edits = {"input_shapes": {str(k): list(v) for k, v in e.input_shapes.items()},
+                     "batch": e.batch, "activation_dtype": e.activation_dtype,
+                     "tensor_dtypes": {str(k): v for k, v in e.tensor_dtypes.items()}}
+        report = build_report(resp.model, resp.request.subgraph, resp.analysis, resp.plans,
+                              resp.best, notes=notes, edits=edits)
+        try:
+            write_report(report, path)
+        except OSError as e:
+            dialogs.show_error(self, "Export failed", f"{path}: {e.strerror or e}")
+            return None
+        self.settings.setValue("export_dir", os.path.dirname(os.path.abspath(path)))
+        self.status_label.setText(f"Wrote {path}")
+        return path
+
+    # --- drag and drop, close -------------------------------------------------------------
+
+    def dragEnterEvent(self, event) -> None:  # noqa: N802 (Qt override)
+        md = event.mimeData()
+        if md.hasUrls() and any(_is_model_url(u) for u in md.urls()):
+            event.acceptProposedAction()
+        else:
+            event.ignore()
+
+    def dropEvent(self, event) -> None:  # noqa: N802
+        urls = [u for u in event.mimeData().urls() if _is_model_url(u)]
+        if urls:
+            event.acceptProposedAction()
+            self.open_model(urls[0].toLocalFile())
+        else:
+            event.ignore()
+
+    def closeEvent(self, event) -> None:  # noqa: N802
+        self.runner.shutdown()
+        super().closeEvent(event)

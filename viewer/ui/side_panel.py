@@ -1,0 +1,406 @@
+"""The side panel: model summary, planners, measurement, view options, operator profile, tensor.
+
+All figures are bytes, formatted with :func:`viewer.units.format_bytes`; operator indices are
+0-based execution order.
+"""
+
+from __future__ import annotations
+
+import os
+
+from PySide6.QtCore import Qt, Signal
+from PySide6.QtWidgets import (
+    QAbstractItemView,
+    QComboBox,
+    QFormLayout,
+    QGroupBox,
+    QHeaderView,
+    QLabel,
+    QScrollArea,
+    QSpinBox,
+    QTableWidget,
+    QTableWidgetItem,
+    QVBoxLayout,
+    QWidget,
+)
+
+from viewer.export.report import gap_pct
+from viewer.ui.workers import MEASURED, AnalysisResponse, plan_label
+from viewer.units import format_bytes
+
+
+def _b(n: int) -> str:
+    return f"{format_bytes(n, 2)} ({n:,} B)"
+
+
+class _NumItem(QTableWidgetItem):
+    """A table item that sorts by a number, not its text."""
+
+    def __init__(self, text: str, value: float):
+        super().__init__(text)
+        self.setData(Qt.ItemDataRole.UserRole, value)
+        self.setTextAlignment(int(Qt.AlignmentFlag.AlignRight | Qt.AlignmentFlag.AlignVCenter))
+
+    def __lt__(self, other):  # noqa: D105
+        return self.data(Qt.ItemDataRole.UserRole) < other.data(Qt.ItemDataRole.UserRole)
+
+
+class SidePanel(QScrollArea):
+    """Everything beside the chart. Emits the user's choices; never computes anything slow."""
+
+    planner_changed = Signal(str)
+    subgraph_changed = Signal(int)
+    min_held_changed = Signal(int)
+    color_mode_changed = Signal(str)
+    tensor_selected = Signal(int)
+
+    def __init__(self, parent=None):
+        super().__init__(parent)
+        self.setWidgetResizable(True)
+        self.setMinimumWidth(380)
+        self.setHorizontalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
+        self._resp: AnalysisResponse | None = None
+        self._planner: str | None = None
+        self._updating = False
+        body = QWidget()
+        lay = QVBoxLayout(body)
+        lay.setContentsMargins(4, 4, 4, 4)
+
+        # Model summary
+        box = QGroupBox("Model")
+        form = QFormLayout(box)
+        form.setFieldGrowthPolicy(QFormLayout.FieldGrowthPolicy.AllNonFixedFieldsGrow)
+        self.file_label = QLabel("-")
+        self.file_label.setWordWrap(True)
+        self.subgraph_combo = QComboBox()
+        self.subgraph_combo.setToolTip("Subgraph to analyse (models with control flow have several)")
+        self.subgraph_combo.currentIndexChanged.connect(self._on_subgraph_combo_changed)
+        self.subgraph_row_label = QLabel("Subgraph")
+        self.graph_label = QLabel("-")
+        self.weights_label = QLabel("-")
+        self.weights_label.setToolTip(
+            "Constant tensors' buffers. File-backed: a runtime that maps the model keeps them "
+            "in page cache the OS can reclaim.")
+        self.arena_label = QLabel("-")
+        self.arena_label.setToolTip(
+            "The chosen plan's tensor arena. Anonymous memory: the OS cannot reclaim it.")
+        self.naive_label = QLabel("-")
+        self.naive_label.setToolTip("Every arena tensor in its own bytes (no sharing).")
+        self.lower_label = QLabel("-")
+        self.lower_label.setToolTip("The widest operator's breadth: no plan can be smaller.")
+        self.lower_label.setWordWrap(True)
+        form.addRow("File", self.file_label)
+        form.addRow(self.subgraph_row_label, self.subgraph_combo)
+        form.addRow("Graph", self.graph_label)
+        form.addRow("Weights", self.weights_label)
+        form.addRow("Arena", self.arena_label)
+        form.addRow("Naive sum", self.naive_label)
+        form.addRow("Lower bound", self.lower_label)
+        lay.addWidget(box)
+
+        # Planners
+        box = QGroupBox("Planners")
+        v = QVBoxLayout(box)
+        self.planner_combo = QComboBox()
+        self.planner_combo.setToolTip("Plan drawn in the chart (Ctrl+[ / Ctrl+] step through)")
+        self.planner_combo.currentIndexChanged.connect(self._on_planner_combo_changed)
+        v.addWidget(self.planner_combo)
+        self.planner_table = QTableWidget(0, 3)
+        self.planner_table.setHorizontalHeaderLabels(["planner", "arena", "gap to LB"])
+        self.planner_table.verticalHeader().setVisible(False)
+        self.planner_table.setEditTriggers(QAbstractItemView.EditTrigger.NoEditTriggers)
+        self.planner_table.setSelectionBehavior(QAbstractItemView.SelectionBehavior.SelectRows)
+        self.planner_table.setSelectionMode(QAbstractItemView.SelectionMode.SingleSelection)
+        self.planner_table.horizontalHeader().setSectionResizeMode(0, QHeaderView.ResizeMode.Stretch)
+        self.planner_table.cellClicked.connect(self._on_planner_table_clicked)
+        v.addWidget(self.planner_table)
+        self.best_label = QLabel("-")
+        self.best_label.setWordWrap(True)
+        v.addWidget(self.best_label)
+        lay.addWidget(box)
+
+        # Measured
+        box = QGroupBox("Measured (LiteRT runtime)")
+        v = QVBoxLayout(box)
+        self.measured_label = QLabel("-")
+        self.measured_label.setWordWrap(True)
+        self.measured_label.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
+        v.addWidget(self.measured_label)
+        lay.addWidget(box)
+
+        # View options
+        box = QGroupBox("View")
+        form = QFormLayout(box)
+        self.color_combo = QComboBox()
+        self.color_combo.addItem("tensor kind", "kind")
+        self.color_combo.addItem("producer op type", "op")
+        self.color_combo.currentIndexChanged.connect(
+            lambda i: self.color_mode_changed.emit(self.color_combo.itemData(i)))
+        self.min_held_spin = QSpinBox()
+        self.min_held_spin.setRange(0, 1_000_000)
+        self.min_held_spin.setSpecialValueText("show all")
+        self.min_held_spin.setSuffix(" operators")
+        self.min_held_spin.setToolTip(
+            "Highlight tensors held longer than N operators (skip connections); 0 shows all")
+        self.min_held_spin.valueChanged.connect(self.min_held_changed.emit)
+        form.addRow("Colour by", self.color_combo)
+        form.addRow("Held longer than", self.min_held_spin)
+        lay.addWidget(box)
+
+        # Operator profile
+        box = QGroupBox("Operator profile")
+        v = QVBoxLayout(box)
+        self.profile_label = QLabel("-")
+        self.profile_label.setWordWrap(True)
+        v.addWidget(self.profile_label)
+        self.profile_table = QTableWidget(0, 4)
+        self.profile_table.setHorizontalHeaderLabels(["tensor", "bytes", "producer", "held ops"])
+        self.profile_table.verticalHeader().setVisible(False)
+        self.profile_table.setEditTriggers(QAbstractItemView.EditTrigger.NoEditTriggers)
+        self.profile_table.setSelectionBehavior(QAbstractItemView.SelectionBehavior.SelectRows)
+        self.profile_table.horizontalHeader().setSectionResizeMode(0, QHeaderView.ResizeMode.Stretch)
+        self.profile_table.setMinimumHeight(160)
+        self.profile_table.cellClicked.connect(self._on_profile_table_clicked)
+        v.addWidget(self.profile_table)
+        lay.addWidget(box)
+
+        # Selected tensor
+        box = QGroupBox("Selected tensor")
+        v = QVBoxLayout(box)
+        self.tensor_label = QLabel("Click a rectangle or a table row.")
+        self.tensor_label.setWordWrap(True)
+        self.tensor_label.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
+        v.addWidget(self.tensor_label)
+        lay.addWidget(box)
+        lay.addStretch(1)
+        self.setWidget(body)
+        self._profile_op: int | None = None
+        self.clear()
+
+    # --- state --------------------------------------------------------------------------
+
+    @property
+    def planner(self) -> str | None:
+        return self._planner
+
+    @property
+    def profile_op(self) -> int | None:
+        """Operator whose profile is listed."""
+        return self._profile_op
+
+    def clear(self) -> None:
+        self._resp = None
+        self._updating = True
+        try:
+            self.planner_combo.clear()
+            self.subgraph_combo.clear()
+        finally:
+            self._updating = False
+        self.subgraph_combo.setVisible(False)
+        self.subgraph_row_label.setVisible(False)
+        for lab in (self.file_label, self.graph_label, self.weights_label, self.arena_label,
+                    self.naive_label, self.lower_label, self.best_label, self.measured_label,
+                    self.profile_label):
+            lab.setText("-")
+        self.planner_table.setRowCount(0)
+        self.profile_table.setRowCount(0)
+
+    def set_response(self, resp: AnalysisResponse, planner: str | None = None) -> str | None:
+        """Show ``resp``; select ``planner`` if it has that plan, else the smallest.
+
+        Returns the planner now selected.
+        """
+        self._resp = resp
+        a, m = resp.analysis, resp.model
+        sg = a.subgraph
+        self._updating = True
+        try:
+            self.subgraph_combo.clear()
+            for s in m.subgraphs:
+                self.subgraph_combo.addItem(
+                    f"{s.index}: {s.name or '(unnamed)'} — {len(s.operators)} ops", s.index)
+            self.subgraph_combo.setCurrentIndex(resp.request.subgraph)
+            many = len(m.subgraphs) > 1
+            self.subgraph_combo.setVisible(many)
+            self.subgraph_row_label.setVisible(many)
+            self.planner_combo.clear()
+            for name in resp.plans:
+                self.planner_combo.addItem(plan_label(name), name)
+        finally:
+            self._updating = False
+        self.file_label.setText(os.path.basename(m.path))
+        self.file_label.setToolTip(m.path)
+        self.graph_label.setText(
+            f"{len(sg.operators)} operators, {len(sg.tensors)} tensors, "
+            f"{len([u for u in a.usages if u.alias_of is None])} in the arena")
+        self.weights_label.setText(f"{_b(m.weights_bytes)}\nfile-backed, reclaimable")
+        self.naive_label.setText(_b(a.naive_bytes))
+        if a.widest_op >= 0:
+            self.lower_label.setText(
+                f"{_b(a.lower_bound_bytes)}\nwidest operator #{a.widest_op} {a.op_name(a.widest_op)}")
+        else:
+            self.lower_label.setText(_b(a.lower_bound_bytes))
+        self._fill_planner_table()
+        self._fill_measured()
+        if planner not in resp.plans:
+            planner = resp.best if resp.best in resp.plans else next(iter(resp.plans), None)
+        self.set_planner(planner, emit=False)
+        self.show_operator(a.widest_op if a.widest_op >= 0 else None)
+        return planner
+
+    def set_planner(self, name: str | None, *, emit: bool = True) -> None:
+        """Select the plan ``name`` in the selector and the summary."""
+        if self._resp is None or name not in self._resp.plans:
+            return
+        self._planner = name
+        self._updating = True
+        try:
+            self.planner_combo.setCurrentIndex(self.planner_combo.findData(name))
+            self.planner_table.selectRow(list(self._resp.plans).index(name))
+        finally:
+            self._updating = False
+        plan = self._resp.plans[name]
+        self.arena_label.setText(
+            f"{_b(plan.arena_bytes)}\n{plan_label(name)}\nanonymous, not reclaimable")
+        if emit:
+            self.planner_changed.emit(name)
+
+    def step_planner(self, step: int) -> None:
+        """Select the next (``step=1``) or previous (``-1``) plan."""
+        n = self.planner_combo.count()
+        if n:
+            self.planner_combo.setCurrentIndex((self.planner_combo.currentIndex() + step) % n)
+
+    def _fill_planner_table(self) -> None:
+        resp = self._resp
+        lb = resp.analysis.lower_bound_bytes
+        self.planner_table.setRowCount(len(resp.plans))
+        for row, (name, plan) in enumerate(resp.plans.items()):
+            label = plan_label(name)
+            if name == resp.best:
+                label = "★ " + label
+            if plan.proven_optimal:
+                label += " (proven optimal)"
+            item = QTableWidgetItem(label)
+            item.setData(Qt.ItemDataRole.UserRole, name)
+            item.setToolTip(f"{name}: {plan.stats.get('seconds', 0.0) * 1000:.1f} ms")
+            self.planner_table.setItem(row, 0, item)
+            self.planner_table.setItem(row, 1, _NumItem(format_bytes(plan.arena_bytes, 2), plan.arena_bytes))
+            g = gap_pct(plan.arena_bytes, lb)
+            self.planner_table.setItem(row, 2, _NumItem(f"{g:+.1f} %", g))
+        self.planner_table.resizeColumnsToContents()
+        self.planner_table.horizontalHeader().setSectionResizeMode(0, QHeaderView.ResizeMode.Stretch)
+        h = self.planner_table.horizontalHeader().height() + 4
+        h += sum(self.planner_table.rowHeight(r) for r in range(len(resp.plans)))
+        self.planner_table.setFixedHeight(h)
+        if resp.best is not None:
+            best = resp.plans[resp.best]
+            self.best_label.setText(
+                f"Smallest: <b>{plan_label(resp.best)}</b>, {format_bytes(best.arena_bytes, 2)} "
+                f"({gap_pct(best.arena_bytes, lb):+.1f} % over the lower bound)")
+
+    def _fill_measured(self) -> None:
+        resp = self._resp
+        probe = resp.probe
+        if probe is not None and getattr(probe, "ok", False):
+            arena = int(getattr(probe, "arena_bytes", 0) or 0)
+            n_tmp = len(getattr(probe, "temporaries", ()) or ())
+            lb = resp.analysis.lower_bound_bytes
+            text = (f"arena {_b(arena)}, {gap_pct(arena, lb):+.1f} % over the lower bound; "
+                    f"{n_tmp} kernel temporaries measured and included in the analysis")
+            if resp.measure_note:
+                text += f"\n{resp.measure_note}"
+            self.measured_label.setText(text)
+        else:
+            self.measured_label.setText(resp.measure_note or "not measured")
+
+    # --- operator profile and tensor details --------------------------------------------
+
+    def show_operator(self, op: int | None) -> None:
+        """List operator ``op``'s profile (tensors live while it runs), largest first."""
+        self._profile_op = op
+        self.profile_table.setSortingEnabled(False)
+        if self._resp is None or op is None or not (0 <= op < self._resp.analysis.num_ops):
+            self.profile_label.setText("-")
+            self.profile_table.setRowCount(0)
+            return
+        a = self._resp.analysis
+        entries = a.operator_profile(op)
+        breadth = int(a.breadth[op]) if a.breadth is not None and len(a.breadth) else 0
+        widest = " (the widest operator)" if op == a.widest_op else ""
+        self.profile_label.setText(
+            f"#{op} {a.op_name(op)}{widest}: breadth {format_bytes(breadth, 2)}, "
+            f"{len(entries)} tensors live")
+        self.profile_table.setRowCount(len(entries))
+        for row, e in enumerate(entries):
+            item = QTableWidgetItem(e.name or f"tensor {e.tensor}")
+            item.setData(Qt.ItemDataRole.UserRole, e.tensor)
+            item.setToolTip(f"tensor {e.tensor} ({e.kind})")
+            self.profile_table.setItem(row, 0, item)
+            self.profile_table.setItem(row, 1, _NumItem(format_bytes(e.nbytes, 1), e.nbytes))
+            prod = "-" if e.producer is None else f"#{e.producer} {e.producer_op}"
+            self.profile_table.setItem(row, 2, QTableWidgetItem(prod))
+            self.profile_table.setItem(row, 3, _NumItem(str(e.held_ops), e.held_ops))
+        self.profile_table.resizeColumnsToContents()
+        self.profile_table.horizontalHeader().setSectionResizeMode(0, QHeaderView.ResizeMode.Stretch)
+        self.profile_table.setSortingEnabled(True)
+
+    def show_tensor(self, tensor: int | None) -> None:
+        """Describe ``tensor``: shape, dtype, bytes, usage interval, offset in the plan."""
+        if self._resp is None or tensor is None:
+            self.tensor_label.setText("Click a rectangle or a table row.")
+            return
+        a = self._resp.analysis
+        u = a.usage(tensor)
+        sg = a.subgraph
+        lines = [f"<b>{a.tensor_name(tensor)}</b> (tensor {tensor})"]
+        if tensor < len(sg.tensors):
+            t = sg.tensors[tensor]
+            shape = "x".join(str(d) for d in t.shape) or "scalar"
+            lines.append(f"{t.dtype} [{shape}]" + (f"; flags: {', '.join(sorted(t.flags))}" if t.flags else ""))
+        if u is None:
+            why = a.outside.get(tensor, "not in the arena")
+            lines.append(f"not in the arena: {why}")
+        else:
+            lines.append(f"{u.kind}, {_b(u.nbytes)}")
+            lines.append(f"live at operators {u.first_op}..{u.last_op} inclusive ({u.held_ops} ops)")
+            lines.append(f"producer: {'-' if u.producer is None else f'#{u.producer} {a.op_name(u.producer)}'}")
+            if u.consumers:
+                cons = ", ".join(f"#{c} {a.op_name(c)}" for c in u.consumers[:6])
+                more = f" and {len(u.consumers) - 6} more" if len(u.consumers) > 6 else ""
+                lines.append(f"consumers: {cons}{more}")
+            if u.alias_of is not None:
+                lines.append(f"in-place: shares the bytes of tensor {u.alias_of}")
+            if tensor in a.temporaries_ops:
+                lines.append(f"kernel temporary of {a.temporaries_ops[tensor]}")
+            plan = self._resp.plans.get(self._planner) if self._planner else None
+            if plan is not None:
+                off = a.resolve_alias_offsets(plan.offsets).get(tensor)
+                if off is not None:
+                    lines.append(f"offset in {plan_label(self._planner)}: {off:,} .. {off + u.nbytes:,}")
+        self.tensor_label.setText("<br>".join(lines))
+
+    # --- slots --------------------------------------------------------------------------
+
+    def _on_planner_combo_changed(self, index: int) -> None:
+        if self._updating or index < 0:
+            return
+        self.set_planner(self.planner_combo.itemData(index))
+
+    def _on_planner_table_clicked(self, row: int, _col: int) -> None:
+        item = self.planner_table.item(row, 0)
+        if item is not None and not self._updating:
+            self.set_planner(item.data(Qt.ItemDataRole.UserRole))
+
+    def _on_subgraph_combo_changed(self, index: int) -> None:
+        if self._updating or index < 0:
+            return
+        self.subgraph_changed.emit(int(self.subgraph_combo.itemData(index)))
+
+    def _on_profile_table_clicked(self, row: int, _col: int) -> None:
+        item = self.profile_table.item(row, 0)
+        if item is not None:
+            self.tensor_selected.emit(int(item.data(Qt.ItemDataRole.UserRole)))
+
+
+__all__ = ["SidePanel", "MEASURED"]

@@ -1,0 +1,183 @@
+"""A searchable, sortable table of the arena's tensors, kept in sync with the chart.
+
+One row per tensor in the analysis' usages (kernel temporaries and in-place aliases included).
+Sorting uses raw numbers (``Qt.UserRole``), not the formatted text.
+"""
+
+from __future__ import annotations
+
+from PySide6.QtCore import (
+    QAbstractTableModel,
+    QItemSelectionModel,
+    QModelIndex,
+    QRegularExpression,
+    QSortFilterProxyModel,
+    Qt,
+    Signal,
+)
+from PySide6.QtWidgets import QAbstractItemView, QHeaderView, QLineEdit, QTableView, QVBoxLayout, QWidget
+
+from viewer.analysis.types import Analysis
+from viewer.planning.types import Plan
+from viewer.units import format_bytes
+
+COLUMNS = ("id", "name", "kind", "bytes", "first op", "last op", "held ops", "offset", "producer")
+SORT_ROLE = Qt.ItemDataRole.UserRole
+
+
+class TensorTableModel(QAbstractTableModel):
+    """Rows: the analysis' usages; the offset column follows the current plan."""
+
+    def __init__(self, parent=None):
+        super().__init__(parent)
+        self._rows: list[tuple] = []
+
+    def set_view(self, analysis: Analysis | None, plan: Plan | None) -> None:
+        self.beginResetModel()
+        self._rows = []
+        if analysis is not None:
+            offsets = analysis.resolve_alias_offsets(plan.offsets) if plan is not None else {}
+            for u in analysis.usages:
+                kind = u.kind if u.alias_of is None else f"{u.kind} (of {u.alias_of})"
+                producer = "-" if u.producer is None else f"#{u.producer} {analysis.op_name(u.producer)}"
+                self._rows.append((
+                    u.tensor, analysis.tensor_name(u.tensor), kind, u.nbytes, u.first_op,
+                    u.last_op, u.held_ops, offsets.get(u.tensor), producer,
+                ))
+        self.endResetModel()
+
+    def tensor_at(self, row: int) -> int:
+        return int(self._rows[row][0])
+
+    def row_of(self, tensor: int) -> int | None:
+        for i, r in enumerate(self._rows):
+            if r[0] == tensor:
+                return i
+        return None
+
+    def rowCount(self, parent=QModelIndex()) -> int:  # noqa: N802 (Qt override)
+        return 0 if parent.isValid() else len(self._rows)
+
+    def columnCount(self, parent=QModelIndex()) -> int:  # noqa: N802
+        return 0 if parent.isValid() else len(COLUMNS)
+
+    def data(self, index, role=Qt.ItemDataRole.DisplayRole):
+        if not index.isValid():
+            return None
+        v = self._rows[index.row()][index.column()]
+        col = COLUMNS[index.column()]
+        if role == SORT_ROLE:
+            return -1 if v is None else v
+        if role == Qt.ItemDataRole.DisplayRole:
+            if v is None:
+                return "-"
+            if col == "bytes":
+                return f"{v:,} ({format_bytes(v)})"
+            if col == "offset":
+                return f"{v:,}"
+            return str(v)
+        if role == Qt.ItemDataRole.TextAlignmentRole and isinstance(v, int):
+            return int(Qt.AlignmentFlag.AlignRight | Qt.AlignmentFlag.AlignVCenter)
+        return None
+
+    def headerData(self, section, orientation, role=Qt.ItemDataRole.DisplayRole):  # noqa: N802
+        if role == Qt.ItemDataRole.DisplayRole and orientation == Qt.Orientation.Horizontal:
+            return COLUMNS[section]
+        return None
+
+
+class TensorTable(QWidget):
+    """Search box + sortable table. Emits ``tensor_selected`` when the user picks a row."""
+
+    tensor_selected = Signal(int)
+
+    def __init__(self, parent=None):
+        super().__init__(parent)
+        self.model = TensorTableModel(self)
+        self.proxy = QSortFilterProxyModel(self)
+        self.proxy.setSourceModel(self.model)
+        self.proxy.setSortRole(SORT_ROLE)
+        self.proxy.setFilterKeyColumn(-1)  # search every column
+        self.proxy.setFilterCaseSensitivity(Qt.CaseSensitivity.CaseInsensitive)
+        self.search = QLineEdit(self)
+        self.search.setPlaceholderText("Search tensors (name, kind, op, id)…")
+        self.search.setClearButtonEnabled(True)
+        self.search.textChanged.connect(self._on_search_text_changed)
+        self.view = QTableView(self)
+        self.view.setModel(self.proxy)
+        self.view.setSortingEnabled(True)
+        self.view.sortByColumn(3, Qt.SortOrder.DescendingOrder)
+        self.view.setSelectionBehavior(QAbstractItemView.SelectionBehavior.SelectRows)
+        self.view.setSelectionMode(QAbstractItemView.SelectionMode.SingleSelection)
+        self.view.setEditTriggers(QAbstractItemView.EditTrigger.NoEditTriggers)
+        self.view.verticalHeader().setVisible(False)
+        self.view.verticalHeader().setDefaultSectionSize(20)
+        hdr = self.view.horizontalHeader()
+        hdr.setSectionResizeMode(QHeaderView.ResizeMode.Interactive)
+        hdr.setStretchLastSection(True)
+        self.view.selectionModel().selectionChanged.connect(self._on_view_selection_changed)
+        self._syncing = False
+        lay = QVBoxLayout(self)
+        lay.setContentsMargins(2, 2, 2, 2)
+        lay.addWidget(self.search)
+        lay.addWidget(self.view)
+
+    def set_view(self, analysis: Analysis | None, plan: Plan | None) -> None:
+        selected = self.selected_tensor()
+        self._syncing = True
+        try:
+            self.model.set_view(analysis, plan)
+            self.view.resizeColumnsToContents()
+            self.view.setColumnWidth(1, min(self.view.columnWidth(1), 320))
+        finally:
+            self._syncing = False
+        if selected is not None:
+            self.select_tensor(selected)
+
+    def selected_tensor(self) -> int | None:
+        rows = self.view.selectionModel().selectedRows()
+        if not rows:
+            return None
+        return self.model.tensor_at(self.proxy.mapToSource(rows[0]).row())
+
+    def select_tensor(self, tensor: int | None) -> None:
+        """Select ``tensor``'s row (without emitting ``tensor_selected``)."""
+        self._syncing = True
+        try:
+            sm = self.view.selectionModel()
+            if tensor is None:
+                sm.clearSelection()
+                return
+            row = self.model.row_of(tensor)
+            if row is None:
+                sm.clearSelection()
+                return
+            idx = self.proxy.mapFromSource(self.model.index(row, 0))
+            if not idx.isValid():  # filtered out by the search
+                sm.clearSelection()
+                return
+            sm.select(idx, QItemSelectionModel.SelectionFlag.ClearAndSelect
+                      | QItemSelectionModel.SelectionFlag.Rows)
+            self.view.scrollTo(idx)
+        finally:
+            self._syncing = False
+
+    def visible_tensors(self) -> list[int]:
+        """Tensor ids in the table's current (sorted, filtered) order."""
+        return [
+            self.model.tensor_at(self.proxy.mapToSource(self.proxy.index(r, 0)).row())
+            for r in range(self.proxy.rowCount())
+        ]
+
+    def _on_search_text_changed(self, text: str) -> None:
+        self.proxy.setFilterRegularExpression(
+            QRegularExpression(QRegularExpression.escape(text),
+                               QRegularExpression.PatternOption.CaseInsensitiveOption)
+        )
+
+    def _on_view_selection_changed(self, *_):
+        if self._syncing:
+            return
+        t = self.selected_tensor()
+        if t is not None:
+            self.tensor_selected.emit(t)
