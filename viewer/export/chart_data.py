@@ -1,0 +1,319 @@
+"""What the packing chart draws, as numpy arrays (no Qt).
+
+:func:`build_chart_data` turns an :class:`~viewer.analysis.types.Analysis` and a
+:class:`~viewer.planning.types.Plan` into one row per planned tensor: a rectangle whose x extent
+is the tensor's usage interval and whose y extent is its bytes in the tensor arena. The Qt
+painting item (:mod:`viewer.export.chart_scene`), the interactive widget and the PNG/SVG export
+all draw from the same :class:`ChartData`.
+"""
+
+from __future__ import annotations
+
+import zlib
+from dataclasses import dataclass
+from typing import Mapping
+
+import numpy as np
+
+from viewer.analysis.types import (
+    KIND_ALIAS,
+    KIND_INPUT,
+    KIND_INTERMEDIATE,
+    KIND_OUTPUT,
+    KIND_TEMPORARY,
+    KIND_VARIABLE,
+    Analysis,
+)
+from viewer.errors import PlanningError, UsageError
+from viewer.planning.types import Plan
+from viewer.units import format_bytes
+
+#: Tensor kinds in legend order; ``ChartData.kind`` holds indices into this tuple.
+KINDS: tuple[str, ...] = (
+    KIND_INTERMEDIATE,
+    KIND_INPUT,
+    KIND_OUTPUT,
+    KIND_VARIABLE,
+    KIND_TEMPORARY,
+    KIND_ALIAS,
+)
+
+#: Colour of each kind (RGB), colour-blind-friendly (Tableau 10). Kernel temporaries are red.
+KIND_COLORS: Mapping[str, tuple[int, int, int]] = {
+    KIND_INTERMEDIATE: (78, 121, 167),
+    KIND_INPUT: (89, 161, 79),
+    KIND_OUTPUT: (237, 201, 72),
+    KIND_VARIABLE: (176, 122, 161),
+    KIND_TEMPORARY: (225, 87, 89),
+    KIND_ALIAS: (118, 183, 178),
+}
+
+#: Legend labels of the kinds.
+KIND_LABELS: Mapping[str, str] = {
+    KIND_INTERMEDIATE: "intermediate",
+    KIND_INPUT: "graph input",
+    KIND_OUTPUT: "graph output",
+    KIND_VARIABLE: "variable",
+    KIND_TEMPORARY: "kernel temporary",
+    KIND_ALIAS: "in-place (alias)",
+}
+
+#: The op palette (Tableau 20). An op type keeps its colour across models and runs.
+OP_PALETTE: tuple[tuple[int, int, int], ...] = (
+    (31, 119, 180), (255, 127, 14), (44, 160, 44), (214, 39, 40), (148, 103, 189),
+    (140, 86, 75), (227, 119, 194), (188, 189, 34), (23, 190, 207), (174, 199, 232),
+    (255, 187, 120), (152, 223, 138), (255, 152, 150), (197, 176, 213), (196, 156, 148),
+    (247, 182, 210), (219, 219, 141), (158, 218, 229), (127, 127, 127), (199, 199, 199),
+)
+#: Fixed palette slots for the most common op types, so they never collide.
+_OP_SLOTS = {
+    "CONV_2D": 0, "DEPTHWISE_CONV_2D": 1, "ADD": 2, "CONCATENATION": 3, "FULLY_CONNECTED": 4,
+    "MUL": 5, "AVERAGE_POOL_2D": 6, "MAX_POOL_2D": 7, "RESHAPE": 8, "TRANSPOSE_CONV": 9,
+    "PAD": 10, "SOFTMAX": 11, "RESIZE_BILINEAR": 12, "MEAN": 13, "LOGISTIC": 14,
+    "QUANTIZE": 15, "DEQUANTIZE": 16, "HARD_SWISH": 17, "BATCH_MATMUL": 10,
+    "RESIZE_NEAREST_NEIGHBOR": 16, "SUB": 15, "TRANSPOSE": 14, "STRIDED_SLICE": 17,
+}
+#: Colour of tensors no operator produces (graph inputs, variables) in op mode.
+NO_PRODUCER_COLOR = (170, 170, 170)
+NO_PRODUCER_LABEL = "graph input / variable (no producer)"
+OTHER_OPS_COLOR = (110, 110, 110)
+#: At most this many op types get their own legend entry; the rest share "other ops".
+MAX_OP_LEGEND = 14
+
+COLOR_MODES = ("kind", "op")
+
+
+def op_color(op_name: str) -> tuple[int, int, int]:
+    """Stable colour of an op type: a fixed slot for common ops, else a CRC32 of the name."""
+    slot = _OP_SLOTS.get(op_name)
+    if slot is None:
+        slot = zlib.crc32(op_name.encode()) % len(OP_PALETTE)
+    return OP_PALETTE[slot]
+
+
+@dataclass(frozen=True, eq=False)
+class ChartData:
+    """One rectangle per planned tensor, plus the figures drawn around them.
+
+    Every per-tensor array has shape (n,), one row per planned tensor (in-place aliases
+    included, drawn at their root's offset). Rows are in tensor-index order except that
+    aliases come last, so they are drawn on top of their root.
+
+    Attributes
+    ----------
+    tensor : numpy.ndarray of int64
+        Tensor index (kernel temporaries use the runtime's indices).
+    x0, x1 : numpy.ndarray of int64
+        ``first_op`` and ``last_op + 1``: the rectangle spans the inclusive usage interval
+        ``[first_op, last_op]`` of operator indices in execution order.
+    y0, y1 : numpy.ndarray of int64
+        ``offset`` and ``offset + nbytes``: bytes from the arena's start (y1 exclusive).
+    kind : numpy.ndarray of int8
+        Index into :data:`KINDS`.
+    producer : numpy.ndarray of int64
+        Operator that writes the tensor, -1 for none (graph inputs, variables).
+    producer_op : numpy.ndarray of object (str)
+        Op type of the producer, ``"-"`` when there is none.
+    color : numpy.ndarray of int16
+        Index into ``palette`` under the current ``color_by``.
+    palette : tuple of (r, g, b)
+    legend : tuple of (label, palette index)
+        Legend entries, in display order.
+    color_by : str
+        ``"kind"`` or ``"op"``.
+    breadth : numpy.ndarray of int64
+        Shape (num_ops,): bytes live at each operator (operator breadth).
+    lower_bound : int
+        Bytes: the widest operator's breadth; no arena can be smaller.
+    arena_bytes : int
+        Bytes: the plan's high-water mark.
+    naive_bytes : int
+        Bytes: the naive sum (every tensor its own bytes).
+    widest_op : int
+        Index of the widest operator; -1 when there are no operators.
+    widest_op_name : str
+    num_ops : int
+    model_name, planner : str
+    subgraph : int
+    title : str
+        ``"MODEL — subgraph N — PLANNER: arena X, lower bound Y"``.
+    """
+
+    tensor: np.ndarray
+    x0: np.ndarray
+    x1: np.ndarray
+    y0: np.ndarray
+    y1: np.ndarray
+    kind: np.ndarray
+    producer: np.ndarray
+    producer_op: np.ndarray
+    color: np.ndarray
+    palette: tuple[tuple[int, int, int], ...]
+    legend: tuple[tuple[str, int], ...]
+    color_by: str
+    breadth: np.ndarray
+    lower_bound: int
+    arena_bytes: int
+    naive_bytes: int
+    widest_op: int
+    widest_op_name: str
+    num_ops: int
+    model_name: str
+    subgraph: int
+    planner: str
+    title: str
+
+    def __len__(self) -> int:
+        return len(self.tensor)
+
+    @property
+    def nbytes(self) -> np.ndarray:
+        """Bytes of each tensor, shape (n,), int64."""
+        return self.y1 - self.y0
+
+    @property
+    def held_ops(self) -> np.ndarray:
+        """Operators each tensor is held across (``last_op - first_op + 1``), shape (n,)."""
+        return self.x1 - self.x0
+
+    def offsets(self) -> dict[int, int]:
+        """Tensor index -> drawn byte offset."""
+        return {int(t): int(y) for t, y in zip(self.tensor, self.y0)}
+
+    def row_of(self, tensor: int) -> int | None:
+        """Row of ``tensor`` in the arrays, or None when it is not drawn."""
+        hits = np.flatnonzero(self.tensor == tensor)
+        return int(hits[0]) if len(hits) else None
+
+
+def _title(model_name: str, subgraph: int, planner: str, arena: int, lower: int) -> str:
+    return (
+        f"{model_name} — subgraph {subgraph} — {planner}: arena {format_bytes(arena, 2)}, "
+        f"lower bound {format_bytes(lower, 2)}"
+    )
+
+
+def build_chart_data(
+    analysis: Analysis,
+    plan: Plan,
+    *,
+    color_by: str = "kind",
+    model_name: str = "model",
+    subgraph: int | None = None,
+) -> ChartData:
+    """Build what the packing chart draws for ``plan`` of ``analysis``.
+
+    Parameters
+    ----------
+    analysis : Analysis
+        Usage intervals of one subgraph.
+    plan : Plan
+        Offsets of the planning problem's buffers (aliases may be absent; they are drawn at
+        their root's offset through :meth:`Analysis.resolve_alias_offsets`).
+    color_by : {"kind", "op"}
+        Colour each rectangle by its tensor kind (input, output, intermediate, variable, kernel
+        temporary, in-place) or by its producer's op type (a stable palette, see
+        :func:`op_color`).
+    model_name : str
+        Shown in the title (usually the file's name).
+    subgraph : int, optional
+        Shown in the title; defaults to ``analysis.subgraph.index``.
+
+    Returns
+    -------
+    ChartData
+
+    Raises
+    ------
+    viewer.errors.UsageError
+        For an unknown ``color_by``.
+    viewer.errors.PlanningError
+        When the plan has no offset for a tensor of the analysis (plan of another analysis).
+    """
+    if color_by not in COLOR_MODES:
+        raise UsageError(f"unknown colour mode {color_by!r}; use one of {', '.join(COLOR_MODES)}")
+    offsets = analysis.resolve_alias_offsets(plan.offsets)
+    usages = [u for u in analysis.usages if u.alias_of is None] + [
+        u for u in analysis.usages if u.alias_of is not None
+    ]
+    missing = [u.tensor for u in usages if u.tensor not in offsets]
+    if missing:
+        raise PlanningError(
+            f"plan {plan.planner!r} has no offset for tensors {missing[:8]}"
+            f"{' ...' if len(missing) > 8 else ''}: it was made for another analysis"
+        )
+    n = len(usages)
+    kind_index = {k: i for i, k in enumerate(KINDS)}
+    tensor = np.fromiter((u.tensor for u in usages), np.int64, n)
+    x0 = np.fromiter((u.first_op for u in usages), np.int64, n)
+    x1 = np.fromiter((u.last_op + 1 for u in usages), np.int64, n)
+    y0 = np.fromiter((offsets[u.tensor] for u in usages), np.int64, n)
+    y1 = y0 + np.fromiter((u.nbytes for u in usages), np.int64, n)
+    kind = np.fromiter((kind_index.get(u.kind, 0) for u in usages), np.int8, n)
+    producer = np.fromiter((-1 if u.producer is None else u.producer for u in usages), np.int64, n)
+    temp_ops = analysis.temporaries_ops or {}
+    producer_op = np.empty(n, dtype=object)
+    for i, u in enumerate(usages):
+        if u.producer is not None and u.producer >= 0:
+            producer_op[i] = analysis.op_name(u.producer)
+        else:
+            producer_op[i] = temp_ops.get(u.tensor, "-")
+
+    if color_by == "kind":
+        palette = tuple(KIND_COLORS[k] for k in KINDS)
+        color = kind.astype(np.int16)
+        present = set(int(k) for k in np.unique(kind))
+        legend = tuple((KIND_LABELS[KINDS[i]], i) for i in range(len(KINDS)) if i in present)
+    else:
+        palette, color, legend = _op_colors(producer_op, y1 - y0)
+
+    breadth = analysis.breadth
+    if breadth is None:
+        breadth = analysis.problem().breadth()[: analysis.num_ops]
+    breadth = np.asarray(breadth, dtype=np.int64)
+    lower = int(analysis.lower_bound_bytes or (breadth.max() if len(breadth) else 0))
+    widest = int(analysis.widest_op)
+    if widest < 0 and len(breadth) and analysis.num_ops:
+        widest = int(np.argmax(breadth))
+    sg = analysis.subgraph.index if subgraph is None else subgraph
+    return ChartData(
+        tensor=tensor, x0=x0, x1=x1, y0=y0, y1=y1, kind=kind, producer=producer,
+        producer_op=producer_op, color=color, palette=palette, legend=legend,
+        color_by=color_by, breadth=breadth, lower_bound=lower,
+        arena_bytes=int(plan.arena_bytes), naive_bytes=int(analysis.naive_bytes),
+        widest_op=widest, widest_op_name=analysis.op_name(widest) if widest >= 0 else "-",
+        num_ops=analysis.num_ops, model_name=model_name, subgraph=sg, planner=plan.planner,
+        title=_title(model_name, sg, plan.planner, int(plan.arena_bytes), lower),
+    )
+
+
+def _op_colors(producer_op: np.ndarray, nbytes: np.ndarray):
+    """Palette, per-row colour index and legend for colouring by producer op type."""
+    names = [str(s) for s in producer_op]
+    totals: dict[str, int] = {}
+    for name, b in zip(names, nbytes.tolist()):
+        if name != "-":
+            totals[name] = totals.get(name, 0) + int(b)
+    ranked = sorted(totals, key=lambda s: (-totals[s], s))
+    shown = ranked[:MAX_OP_LEGEND]
+    if len(ranked) > MAX_OP_LEGEND:  # make room for "other ops"
+        shown = ranked[: MAX_OP_LEGEND - 1]
+    palette: list[tuple[int, int, int]] = []
+    legend: list[tuple[str, int]] = []
+    slot: dict[str, int] = {}
+    for name in shown:
+        slot[name] = len(palette)
+        legend.append((name, len(palette)))
+        palette.append(op_color(name))
+    other = len(palette)
+    if len(ranked) > len(shown):
+        legend.append((f"other ops ({len(ranked) - len(shown)} types)", other))
+    palette.append(OTHER_OPS_COLOR)
+    none = len(palette)
+    palette.append(NO_PRODUCER_COLOR)
+    if "-" in names:
+        legend.append((NO_PRODUCER_LABEL, none))
+    color = np.fromiter(
+        (none if s == "-" else slot.get(s, other) for s in names), np.int16, len(names)
+    )
+    return tuple(palette), color, tuple(legend)

@@ -1,0 +1,484 @@
+"""Qt drawing of the packing chart: one item for every rectangle, and the full plot around it.
+
+Qt is allowed here because rendering needs it; this module never imports :mod:`viewer.ui`.
+:class:`PackingItem` paints all rectangles of a plan from numpy arrays, after pyqtgraph's
+``BarGraphItem`` (graphicsItems/BarGraphItem.py): rectangles are written into numpy-backed
+``QRectF`` primitive arrays, one ``drawRects`` call per colour, recorded once into a cached
+``QPicture``; its bounding rect comes from the arrays and hit-testing is a numpy search.
+:func:`build_chart` lays out the packing plot, the legend, the title and the breadth curve.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+import pyqtgraph as pg
+from pyqtgraph import Qt as _pgQt
+from pyqtgraph.Qt import QtCore, QtGui
+
+from viewer.export.chart_data import ChartData
+from viewer.units import format_bytes
+
+#: Colours of everything but the rectangles (light theme, also used for export).
+THEME = {
+    "background": (255, 255, 255),
+    "foreground": (40, 40, 40),
+    "grid_alpha": 0.25,
+    "band": (255, 160, 0, 55),
+    "band_text": (170, 90, 0),
+    "lower_bound": (200, 30, 30),
+    "arena": (20, 20, 20),
+    "breadth": (78, 121, 167),
+    "breadth_fill": (78, 121, 167, 90),
+}
+#: Rectangles drawn with an outline while there are at most this many (else fill only).
+OUTLINE_LIMIT = 20000
+#: Alpha of rectangles filtered out (``set_min_held``).
+FADED_ALPHA = 35
+
+_KIB = 1024
+
+
+class PackingItem(pg.GraphicsObject):
+    """Every rectangle of a plan in one graphics item.
+
+    Coordinates: x is the operator index in execution order (a tensor spans
+    ``[first_op, last_op + 1)``), y is the byte offset in the tensor arena.
+    """
+
+    def __init__(self, data: ChartData | None = None):
+        super().__init__()
+        self._data: ChartData | None = None
+        self._faded: np.ndarray | None = None
+        self._groups: list[tuple[QtGui.QBrush, QtGui.QPen, object]] = []
+        self._picture: QtGui.QPicture | None = None
+        self._bounds = QtCore.QRectF()
+        self.set_data(data)
+
+    # -- data ------------------------------------------------------------------------------
+    @property
+    def data(self) -> ChartData | None:
+        return self._data
+
+    def set_data(self, data: ChartData | None, faded: np.ndarray | None = None) -> None:
+        """Show ``data`` (None clears); ``faded`` is a bool mask, shape (n,), of faded rows."""
+        self._data = data
+        self._faded = None if faded is None else np.asarray(faded, dtype=bool)
+        self._rebuild()
+
+    def set_faded(self, faded: np.ndarray | None) -> None:
+        """Fade the rows where ``faded`` (bool, shape (n,)) is true; None fades none."""
+        self._faded = None if faded is None else np.asarray(faded, dtype=bool)
+        self._rebuild()
+
+    def rect_count(self) -> int:
+        """Rectangles painted (one per planned tensor)."""
+        return sum(len(g[2]) for g in self._groups)
+
+    def tensor_at(self, x: float, y: float) -> int | None:
+        """Tensor whose rectangle contains data point (x, y); the topmost when several do.
+
+        ``x`` in operator units, ``y`` in bytes. Zero-byte tensors are never hit.
+        """
+        d = self._data
+        if d is None or not len(d):
+            return None
+        hit = (d.x0 <= x) & (x < d.x1) & (d.y0 <= y) & (y < d.y1)
+        idx = np.flatnonzero(hit)
+        if not len(idx):
+            return None
+        return int(d.tensor[idx[-1]])  # aliases come last: drawn on top, hit first
+
+    def _rebuild(self) -> None:
+        self._picture = None
+        self._groups = []
+        d = self._data
+        if d is None or not len(d):
+            self._bounds = QtCore.QRectF()
+        else:
+            x0 = d.x0.astype(np.float64)
+            y0 = d.y0.astype(np.float64)
+            w = (d.x1 - d.x0).astype(np.float64)
+            h = (d.y1 - d.y0).astype(np.float64)
+            faded = self._faded if self._faded is not None and len(self._faded) == len(d) else None
+            outline = len(d) <= OUTLINE_LIMIT
+            key = d.color.astype(np.int64) * 2 + (faded.astype(np.int64) if faded is not None else 0)
+            order = np.argsort(key, kind="stable")
+            keys, starts = np.unique(key[order], return_index=True)
+            ends = list(starts[1:]) + [len(order)]
+            for k, s, e in zip(keys.tolist(), starts.tolist(), ends):
+                rows = order[s:e]
+                # Keep the rows' original order inside a group (aliases last, drawn on top).
+                rows = np.sort(rows)
+                arr = _pgQt.internals.PrimitiveArray(QtCore.QRectF, 4)
+                arr.resize(len(rows))
+                mem = arr.ndarray()
+                mem[:, 0] = x0[rows]
+                mem[:, 1] = y0[rows]
+                mem[:, 2] = w[rows]
+                mem[:, 3] = h[rows]
+                rgb = d.palette[k // 2]
+                is_faded = bool(k % 2)
+                color = QtGui.QColor(*rgb, FADED_ALPHA if is_faded else 255)
+                brush = QtGui.QBrush(color)
+                if outline:
+                    edge = QtGui.QColor(*rgb).darker(160)
+                    edge.setAlpha(FADED_ALPHA if is_faded else 255)
+                    pen = QtGui.QPen(edge)
+                    pen.setCosmetic(True)
+                    pen.setWidthF(1.0)
+                else:
+                    pen = QtGui.QPen(QtCore.Qt.PenStyle.NoPen)
+                self._groups.append((brush, pen, arr))
+            xmn, xmx = float(d.x0.min()), float(d.x1.max())
+            ymn, ymx = float(d.y0.min()), float(d.y1.max())
+            self._bounds = QtCore.QRectF(xmn, ymn, xmx - xmn, max(ymx - ymn, 1.0))
+        self.prepareGeometryChange()
+        self.update()
+        self.informViewBoundsChanged()
+
+    # -- painting --------------------------------------------------------------------------
+    def _record(self) -> QtGui.QPicture:
+        pic = QtGui.QPicture()
+        p = QtGui.QPainter(pic)
+        for brush, pen, arr in self._groups:
+            p.setPen(pen)
+            p.setBrush(brush)
+            p.drawRects(*arr.drawargs())
+        p.end()
+        return pic
+
+    def paint(self, p, *args):
+        if self._picture is None:
+            self._picture = self._record()
+        self._picture.play(p)
+
+    def boundingRect(self):
+        return QtCore.QRectF(self._bounds)
+
+    def dataBounds(self, ax, frac=1.0, orthoRange=None):
+        if self._bounds.isNull():
+            return None, None
+        if ax == 0:
+            return self._bounds.left(), self._bounds.right()
+        return self._bounds.top(), self._bounds.bottom()
+
+
+def _nice_step(raw: float) -> float:
+    """Smallest of 1, 2, 2.5, 5 x 10^k that is >= ``raw`` (> 0)."""
+    exp = math.floor(math.log10(raw))
+    for m in (1, 2, 2.5, 5, 10):
+        step = m * 10.0**exp
+        if step >= raw * (1 - 1e-9):
+            return step
+    return 10.0 ** (exp + 1)
+
+
+def byte_unit(span: float) -> tuple[int, str]:
+    """The binary unit (scale, name) for labelling a byte range of ``span`` bytes."""
+    for scale, name in ((1 << 30, "GiB"), (1 << 20, "MiB"), (1 << 10, "KiB")):
+        if span >= scale:
+            return scale, name
+    return 1, "B"
+
+
+class BytesAxisItem(pg.AxisItem):
+    """An axis of bytes: ticks on round numbers of KiB/MiB/GiB, labelled with their unit."""
+
+    def __init__(self, orientation: str = "left", **kwargs):
+        super().__init__(orientation, **kwargs)
+        self.enableAutoSIPrefix(False)
+        self._unit = (1, "B")
+
+    def tickSpacing(self, minVal, maxVal, size):
+        span = abs(maxVal - minVal)
+        if span <= 0 or size <= 0:
+            return []
+        scale, _ = byte_unit(span)
+        self._unit = byte_unit(span)
+        count = max(4.0, size / 40.0)  # about one label every 40 px
+        step = _nice_step(span / scale / count)
+        if scale == 1:
+            step = max(step, 1.0)
+        return [(step * scale, 0)]  # major ticks only: a clean grid
+
+    def tickStrings(self, values, scale, spacing):
+        unit_scale, unit = self._unit
+        step = spacing / unit_scale
+        decimals = 0 if step >= 1 else min(3, max(0, -math.floor(math.log10(step) + 1e-9)))
+        if step < 1 and abs(step * 10**decimals - round(step * 10**decimals)) > 1e-6:
+            decimals += 1
+        out = []
+        for v in values:
+            x = v / unit_scale
+            if abs(x) < 1e-12:
+                out.append("0")
+            else:
+                out.append(f"{x:.{decimals}f} {unit}")
+        return out
+
+
+class OperatorAxisItem(pg.AxisItem):
+    """Operator indices, each tick at the middle of its operator's column ``[k, k + 1)``."""
+
+    def __init__(self, orientation: str = "bottom", **kwargs):
+        super().__init__(orientation, **kwargs)
+        self.enableAutoSIPrefix(False)
+
+    def tickValues(self, minVal, maxVal, size):
+        levels = super().tickValues(minVal - 0.5, maxVal - 0.5, size)
+        out = []
+        for spacing, vals in levels:
+            if spacing < 1:
+                continue
+            vals = [v + 0.5 for v in vals if abs(v - round(v)) < 1e-9 and v >= 0]
+            out.append((spacing, vals))
+        if not out:
+            lo, hi = math.ceil(minVal - 0.5), math.floor(maxVal - 0.5)
+            out = [(1.0, [k + 0.5 for k in range(max(lo, 0), hi + 1)])]
+        return out
+
+    def tickStrings(self, values, scale, spacing):
+        return [str(int(round(v - 0.5))) for v in values]
+
+
+@dataclass
+class ChartPlot:
+    """Handles on the parts of a built chart (for interactivity and tests)."""
+
+    data: ChartData
+    packing: pg.PlotItem
+    breadth: pg.PlotItem
+    item: PackingItem
+    legend: pg.LegendItem
+    title: pg.LabelItem
+    band: pg.LinearRegionItem
+    breadth_band: pg.LinearRegionItem
+    band_label: pg.TextItem
+    lower_bound_line: pg.InfiniteLine
+    arena_line: pg.InfiniteLine
+    breadth_curve: pg.PlotDataItem
+
+    def widest_band(self) -> tuple[float, float]:
+        """x extent of the widest-operator band, in operator units."""
+        lo, hi = self.band.getRegion()
+        return float(lo), float(hi)
+
+    def reset_view(self) -> None:
+        """Show every operator and the whole arena (with room for the annotations)."""
+        d = self.data
+        top = max(d.arena_bytes, d.lower_bound, 1)
+        self.packing.setXRange(0, max(d.num_ops, 1), padding=0.01)
+        self.packing.setYRange(0, top * 1.14, padding=0)
+        btop = int(d.breadth.max()) if len(d.breadth) else 0
+        self.breadth.setYRange(0, max(btop, d.lower_bound, 1) * 1.2, padding=0)
+
+
+def _pen(rgb, width=1.0, style=QtCore.Qt.PenStyle.SolidLine):
+    pen = pg.mkPen(rgb, width=width)
+    pen.setStyle(style)
+    pen.setCosmetic(True)
+    return pen
+
+
+def _style_axis(axis: pg.AxisItem, label: str) -> None:
+    fg = THEME["foreground"]
+    axis.setPen(pg.mkPen(fg))
+    axis.setTextPen(pg.mkPen(fg))
+    font = QtGui.QFont()
+    font.setPointSize(9)
+    axis.setStyle(tickFont=font, tickTextOffset=4)
+    axis.setLabel(label, color="#%02x%02x%02x" % fg, **{"font-size": "10pt"})
+
+
+def _gap_text(data: ChartData) -> str:
+    gap = data.arena_bytes - data.lower_bound
+    pct = 100.0 * gap / max(data.lower_bound, 1)
+    return f"{format_bytes(gap, 2)} ({pct:.2f}%)" if pct < 0.1 else f"{format_bytes(gap, 2)} ({pct:.1f}%)"
+
+
+def build_chart(data: ChartData, layout: pg.GraphicsLayout, *, legend_cols: int = 1) -> ChartPlot:
+    """Fill ``layout`` with the complete chart of ``data``.
+
+    Rows: the title; the packing plot (x = operator index in execution order, y = arena
+    offset in bytes on a KiB/MiB/GiB axis) with the widest-operator band, lower-bound and
+    arena lines, and the legend beside it; the breadth curve (bytes live at each operator,
+    with the lower bound line) underneath, its x axis linked to the packing plot's.
+
+    Parameters
+    ----------
+    data : ChartData
+    layout : pyqtgraph.GraphicsLayout
+        Emptied first (e.g. ``GraphicsLayoutWidget.ci``).
+    legend_cols : int
+        Columns of legend entries.
+
+    Returns
+    -------
+    ChartPlot
+    """
+    layout.clear()
+    layout.setContentsMargins(8, 8, 12, 8)
+    layout.setSpacing(4)
+    fg = THEME["foreground"]
+    fg_hex = "#%02x%02x%02x" % fg
+    title = layout.addLabel(data.title, row=0, col=0, colspan=2, size="13pt", color=fg_hex, bold=True)
+
+    packing = pg.PlotItem(
+        axisItems={"left": BytesAxisItem("left"), "bottom": OperatorAxisItem("bottom")}
+    )
+    layout.addItem(packing, row=1, col=0)
+    breadth = pg.PlotItem(
+        axisItems={"left": BytesAxisItem("left"), "bottom": OperatorAxisItem("bottom")}
+    )
+    layout.addItem(breadth, row=2, col=0)
+    layout.layout.setRowStretchFactor(1, 3)
+    layout.layout.setRowStretchFactor(2, 1)
+
+    for plot, ylabel, xlabel in (
+        (packing, "arena offset (bytes)", "operator index (execution order)"),
+        (breadth, "live bytes (operator breadth)", "operator index (execution order)"),
+    ):
+        plot.hideButtons()
+        plot.setMenuEnabled(False)
+        plot.showGrid(x=False, y=True, alpha=THEME["grid_alpha"])
+        _style_axis(plot.getAxis("left"), ylabel)
+        _style_axis(plot.getAxis("bottom"), xlabel)
+        plot.getAxis("left").setWidth(84)
+        plot.getAxis("left").setStyle(maxTextLevel=0, hideOverlappingLabels=False)
+        for side in ("top", "right"):
+            plot.showAxis(side)
+            ax = plot.getAxis(side)
+            ax.setStyle(showValues=False, tickLength=0)
+            ax.setGrid(False)  # the grid follows the labelled axes only
+            ax.setPen(pg.mkPen(fg))
+    breadth.setXLink(packing)
+    packing.getViewBox().setBackgroundColor(None)
+
+    # Rectangles.
+    item = PackingItem(data)
+    packing.addItem(item)
+
+    # Widest-operator band, on both plots.
+    w = data.widest_op
+    band_region = (float(w), float(w + 1)) if w >= 0 else (0.0, 0.0)
+    band = pg.LinearRegionItem(
+        values=band_region, movable=False, brush=pg.mkBrush(THEME["band"]),
+        pen=_pen(THEME["band"][:3], 1.0),
+    )
+    band.setZValue(-10)
+    packing.addItem(band)
+    breadth_band = pg.LinearRegionItem(
+        values=band_region, movable=False, brush=pg.mkBrush(THEME["band"]),
+        pen=_pen(THEME["band"][:3], 1.0),
+    )
+    breadth_band.setZValue(-10)
+    breadth.addItem(breadth_band)
+    band_edges = []
+    for x in band_region if w >= 0 else ():
+        edge = pg.InfiniteLine(pos=x, angle=90, movable=False,
+                               pen=_pen(THEME["band_text"], 1.2, QtCore.Qt.PenStyle.DashLine))
+        edge.setZValue(12)
+        packing.addItem(edge)
+        band_edges.append(edge)
+    band_text = (
+        f"widest operator #{w} {data.widest_op_name}: breadth {format_bytes(data.lower_bound, 2)}"
+        if w >= 0 else "no operators"
+    )
+    # Keep the annotation inside the plot: left-aligned near the start, right-aligned near the end.
+    frac = (w + 0.5) / max(data.num_ops, 1)
+    ax, bx = (0.0, w) if frac < 0.3 else ((1.0, w + 1) if frac > 0.7 else (0.5, w + 0.5))
+    band_label = pg.TextItem(
+        band_text, color=THEME["band_text"], anchor=(ax, 0.0),
+        fill=pg.mkBrush(255, 255, 255, 210),
+    )
+    top = max(data.arena_bytes, data.lower_bound, 1)
+    band_label.setPos(bx if w >= 0 else 0, top * 1.13)
+    band_label.setZValue(20)
+    packing.addItem(band_label)
+
+    # Lower bound and arena size.
+    same = data.arena_bytes == data.lower_bound
+    lb_line = pg.InfiniteLine(
+        pos=data.lower_bound, angle=0, movable=False,
+        pen=_pen(THEME["lower_bound"], 1.5, QtCore.Qt.PenStyle.DashLine),
+        label=f"lower bound {format_bytes(data.lower_bound, 2)}",
+        labelOpts={"position": 0.02, "color": THEME["lower_bound"], "anchors": [(0, 1), (0, 1)],
+                   "fill": pg.mkBrush(255, 255, 255, 210)},
+    )
+    arena_line = pg.InfiniteLine(
+        pos=data.arena_bytes, angle=0, movable=False, pen=_pen(THEME["arena"], 1.5),
+        label=f"arena {format_bytes(data.arena_bytes, 2)} ({data.planner})"
+        + (" = lower bound" if same else f", lower bound +{_gap_text(data)}"),
+        labelOpts={"position": 0.98, "color": THEME["arena"], "anchors": [(1, 1), (1, 1)],
+                   "fill": pg.mkBrush(255, 255, 255, 210)},
+    )
+    for line in (lb_line, arena_line):
+        line.setZValue(15)
+        packing.addItem(line)
+
+    # Breadth curve.
+    xs = np.arange(len(data.breadth) + 1, dtype=np.float64)
+    curve = pg.PlotDataItem(
+        xs, data.breadth.astype(np.float64), stepMode="center", fillLevel=0,
+        brush=pg.mkBrush(THEME["breadth_fill"]), pen=_pen(THEME["breadth"], 1.5),
+    )
+    breadth.addItem(curve)
+    blb = pg.InfiniteLine(
+        pos=data.lower_bound, angle=0, movable=False,
+        pen=_pen(THEME["lower_bound"], 1.5, QtCore.Qt.PenStyle.DashLine),
+        label=f"lower bound {format_bytes(data.lower_bound, 2)}",
+        labelOpts={"position": 0.02, "color": THEME["lower_bound"], "anchors": [(0, 1), (0, 1)],
+                   "fill": pg.mkBrush(255, 255, 255, 210)},
+    )
+    blb.setZValue(15)
+    breadth.addItem(blb)
+
+    # Legend beside the packing plot.
+    legend = pg.LegendItem(
+        colCount=legend_cols, labelTextColor=fg, labelTextSize="9pt",
+        brush=pg.mkBrush(255, 255, 255, 0), pen=None, verSpacing=-2,
+    )
+    heading = "colour: tensor kind" if data.color_by == "kind" else "colour: producer op"
+    legend.setParentItem(None)
+    layout.addItem(legend, row=1, col=1)
+    _legend_header = pg.PlotDataItem(pen=None)
+    legend.addItem(_legend_header, f"<b>{heading}</b>")
+    for label, idx in data.legend:
+        rgb = data.palette[idx]
+        sample = pg.PlotDataItem(
+            [0], [0], pen=None, symbol="s", symbolSize=11,
+            symbolBrush=pg.mkBrush(*rgb), symbolPen=pg.mkPen(QtGui.QColor(*rgb).darker(160)),
+        )
+        legend.addItem(sample, label)
+    for line_pen, label in (
+        (_pen(THEME["arena"], 2), "arena size (high-water mark)"),
+        (_pen(THEME["lower_bound"], 2, QtCore.Qt.PenStyle.DashLine), "lower bound"),
+    ):
+        legend.addItem(pg.PlotDataItem([0, 1], [0, 0], pen=line_pen), label)
+    legend.addItem(
+        pg.PlotDataItem([0], [0], pen=None, symbol="s", symbolSize=11,
+                        symbolBrush=pg.mkBrush(THEME["band"]),
+                        symbolPen=pg.mkPen(THEME["band"][:3])),
+        "widest operator",
+    )
+
+    legend.updateSize()
+    size = legend.geometry().size()
+    legend.setMinimumSize(size)
+    legend.setMaximumSize(size)
+    layout.layout.setAlignment(legend, QtCore.Qt.AlignmentFlag.AlignTop | QtCore.Qt.AlignmentFlag.AlignLeft)
+
+    plot = ChartPlot(
+        data=data, packing=packing, breadth=breadth, item=item, legend=legend, title=title,
+        band=band, breadth_band=breadth_band, band_label=band_label, lower_bound_line=lb_line,
+        arena_line=arena_line, breadth_curve=curve,
+    )
+    top = max(data.arena_bytes, data.lower_bound, 1)
+    packing.setLimits(xMin=-1, xMax=max(data.num_ops, 1) + 1, yMin=-top * 0.05, yMax=top * 2)
+    breadth.setLimits(xMin=-1, xMax=max(data.num_ops, 1) + 1)
+    breadth.setMouseEnabled(x=True, y=False)
+    plot.reset_view()
+    return plot

@@ -1,0 +1,189 @@
+"""PNG and SVG export of the packing chart, with or without a display.
+
+The chart is built by :func:`viewer.export.chart_scene.build_chart` in a
+``GraphicsLayoutWidget`` that is laid out at the requested size but never shown on screen
+(``WA_DontShowOnScreen``), then rendered into a ``QImage`` (PNG) or a ``QSvgGenerator`` (SVG).
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from viewer.analysis.types import Analysis
+from viewer.errors import UsageError, ViewerError
+from viewer.planning.types import Plan
+
+SUFFIXES = (".png", ".svg")
+#: Limits of the image size, in pixels.
+MIN_SIZE, MAX_SIZE = 200, 16384
+
+
+def ensure_qt_app():
+    """Return the running ``QApplication``, creating one if there is none.
+
+    With no display (neither ``DISPLAY`` nor ``WAYLAND_DISPLAY`` set, and no platform chosen
+    in ``QT_QPA_PLATFORM``) the offscreen platform is forced first, so this works on a headless
+    server. A ``QCoreApplication`` that is not a ``QApplication`` cannot draw widgets.
+
+    Raises
+    ------
+    viewer.errors.ViewerError
+        When a non-GUI ``QCoreApplication`` already runs.
+    """
+    if not os.environ.get("DISPLAY") and not os.environ.get("WAYLAND_DISPLAY"):
+        if not os.environ.get("QT_QPA_PLATFORM"):
+            os.environ["QT_QPA_PLATFORM"] = "offscreen"
+    from pyqtgraph.Qt import QtWidgets
+
+    app = QtWidgets.QApplication.instance()
+    if app is None:
+        app = QtWidgets.QApplication([])
+    elif not isinstance(app, QtWidgets.QApplication):
+        raise ViewerError("cannot draw the chart: a non-GUI QCoreApplication is already running")
+    return app
+
+
+def _check(path: Path, width: int, height: int) -> str:
+    suffix = path.suffix.lower()
+    if suffix not in SUFFIXES:
+        raise UsageError(
+            f"{path}: unknown image type {path.suffix or '(no suffix)'!r}; use .png or .svg"
+        )
+    for name, v in (("width", width), ("height", height)):
+        if not isinstance(v, int) or not MIN_SIZE <= v <= MAX_SIZE:
+            raise UsageError(f"{path}: {name} {v!r} px is out of range ({MIN_SIZE}..{MAX_SIZE})")
+    if not path.parent.exists() and str(path.parent) not in ("", "."):
+        raise UsageError(f"{path}: folder {path.parent} does not exist")
+    return suffix
+
+
+def render_widget(widget, path: str | Path, width: int, height: int) -> Path:
+    """Render a laid-out Qt widget to ``path`` (PNG or SVG by suffix) at ``width`` x ``height``.
+
+    The widget is resized to exactly that size; the PNG has exactly ``width`` x ``height``
+    pixels, the SVG that size and a ``0 0 width height`` viewBox.
+
+    Raises
+    ------
+    viewer.errors.UsageError
+        Unknown suffix, bad size, missing folder.
+    viewer.errors.ViewerError
+        When the file cannot be written.
+    """
+    from pyqtgraph.Qt import QtCore, QtGui, QtWidgets
+
+    path = Path(path)
+    suffix = _check(path, width, height)
+    app = QtWidgets.QApplication.instance()
+    old_size = widget.size()
+    widget.resize(width, height)
+    if not widget.isVisible():
+        widget.setAttribute(QtCore.Qt.WidgetAttribute.WA_DontShowOnScreen, True)
+        widget.show()
+        shown_here = True
+    else:
+        shown_here = False
+    for _ in range(3):  # let the layout, axes and labels settle
+        app.processEvents()
+    try:
+        if suffix == ".png":
+            image = QtGui.QImage(width, height, QtGui.QImage.Format.Format_ARGB32)
+            image.fill(QtGui.QColor(255, 255, 255))
+            painter = QtGui.QPainter(image)
+            painter.setRenderHint(QtGui.QPainter.RenderHint.Antialiasing, True)
+            painter.setRenderHint(QtGui.QPainter.RenderHint.TextAntialiasing, True)
+            widget.render(painter)
+            painter.end()
+            if not image.save(str(path), "PNG"):
+                raise ViewerError(f"{path}: cannot write the PNG file")
+        else:
+            from pyqtgraph.Qt.QtSvg import QSvgGenerator
+
+            gen = QSvgGenerator()
+            gen.setFileName(str(path))
+            gen.setSize(QtCore.QSize(width, height))
+            gen.setViewBox(QtCore.QRect(0, 0, width, height))
+            gen.setTitle(getattr(widget, "windowTitle", lambda: "")() or "Arena Viewer chart")
+            gen.setDescription("Tensor arena packing chart made by Arena Viewer")
+            painter = QtGui.QPainter()
+            if not painter.begin(gen):
+                raise ViewerError(f"{path}: cannot write the SVG file")
+            widget.render(painter)
+            painter.end()
+            if not path.exists():
+                raise ViewerError(f"{path}: cannot write the SVG file")
+    finally:
+        if shown_here:
+            widget.hide()
+        widget.resize(old_size)
+    return path
+
+
+def export_chart(
+    analysis: Analysis,
+    plan: Plan,
+    path: str | Path,
+    *,
+    width: int = 1600,
+    height: int = 1000,
+    model_name: str = "model",
+    subgraph: int | None = None,
+    color_by: str = "kind",
+) -> Path:
+    """Write the packing chart of ``plan`` as a PNG or SVG (chosen by ``path``'s suffix).
+
+    Works without a display: a ``QApplication`` is created when none exists, on the offscreen
+    platform when neither ``DISPLAY`` nor ``WAYLAND_DISPLAY`` is set. An existing file is
+    overwritten.
+
+    Parameters
+    ----------
+    analysis : Analysis
+    plan : Plan
+        A plan of ``analysis.problem()``.
+    path : str or Path
+        ``*.png`` or ``*.svg``.
+    width, height : int
+        Image size in pixels (PNG: exactly this many pixels; SVG: this size and viewBox).
+    model_name : str
+        For the title (e.g. the model file's name).
+    subgraph : int, optional
+        For the title; defaults to the analysed subgraph's index.
+    color_by : {"kind", "op"}
+
+    Returns
+    -------
+    Path
+        ``path``.
+
+    Raises
+    ------
+    viewer.errors.UsageError
+        Unknown suffix, size out of range, missing folder, unknown ``color_by``.
+    viewer.errors.PlanningError
+        When ``plan`` is not a plan of ``analysis``.
+    viewer.errors.ViewerError
+        When the file cannot be written.
+    """
+    path = Path(path)
+    _check(path, width, height)
+    from viewer.export.chart_data import build_chart_data
+
+    data = build_chart_data(
+        analysis, plan, color_by=color_by, model_name=model_name, subgraph=subgraph
+    )
+    ensure_qt_app()
+    import pyqtgraph as pg
+
+    from viewer.export.chart_scene import THEME, build_chart
+
+    widget = pg.GraphicsLayoutWidget(show=False, size=(width, height))
+    widget.setBackground(THEME["background"])
+    widget.setWindowTitle(data.title)
+    try:
+        build_chart(data, widget.ci)
+        return render_widget(widget, path, width, height)
+    finally:
+        widget.close()
+        widget.deleteLater()
