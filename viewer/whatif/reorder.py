@@ -1,0 +1,597 @@
+"""What-if: reorder operators to lower the peak (the lower bound of the tensor arena).
+
+Every topological order of a subgraph computes the same outputs, but the tensors live at each
+operator differ, and with them the widest operator's breadth: the lower bound no arena plan can
+beat. :func:`reorder` searches orders for the smallest lower bound under LiteRT's interval rules
+(:func:`viewer.analysis.intervals.analyze`, after ``ArenaPlanner::PlanAllocations`` in
+tflite/arena_planner.cc).
+
+The search runs over *executed-operator sets*: after a set ``S`` of operators has run, the bytes
+live are fixed whatever order ran them, so the smallest achievable peak is a function of ``S``
+(Liberis & Lane, "Neural networks on microcontrollers: saving memory at inference via operator
+reordering", arXiv:1910.05110). Sets are expanded level by level (all sets of ``k`` operators,
+then ``k + 1``), keeping for each set the smallest peak reached so far; with every set kept this
+is exact. When a level grows past a cap, or time runs short, the same expansion keeps only the
+best ``width`` sets per level (beam search), widening the beam while time remains.
+
+Among the orders with the best peak the search prefers the one closest to the original (fewest
+inversions), so that operators move only when that lowers the peak.
+
+Operators with side effects keep their relative order: resource variables (VAR_HANDLE,
+READ_VARIABLE, ASSIGN_VARIABLE), CALL_ONCE, control flow (WHILE, IF, CALL and StableHLO's),
+hash tables, random-number generators, delegates, custom operators (conservatively), and any
+operator that touches a variable or RESOURCE tensor.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import time
+from dataclasses import dataclass
+from typing import Callable, Iterable, Sequence
+
+from viewer.analysis.intervals import analyze
+from viewer.analysis.types import KIND_INPUT, KIND_OUTPUT, KIND_TEMPORARY, KIND_VARIABLE, Analysis, Temporary
+from viewer.errors import PlanCancelled, WhatIfError
+from viewer.model.types import FLAG_RESOURCE, Operator, Subgraph
+
+#: Builtin operators that must keep their relative order (state, control flow, randomness).
+SIDE_EFFECT_OPS = frozenset(
+    {
+        "VAR_HANDLE", "READ_VARIABLE", "ASSIGN_VARIABLE", "CALL_ONCE",
+        "WHILE", "IF", "CALL", "DELEGATE",
+        "HASHTABLE", "HASHTABLE_FIND", "HASHTABLE_IMPORT", "HASHTABLE_SIZE", "HASHTABLE_LOOKUP",
+        "RANDOM_UNIFORM", "RANDOM_STANDARD_NORMAL", "MULTINOMIAL",
+        "STABLEHLO_WHILE", "STABLEHLO_CASE", "STABLEHLO_COMPOSITE", "STABLEHLO_CUSTOM_CALL",
+        "STABLEHLO_RNG_BIT_GENERATOR",
+    }
+)
+
+#: Sets kept per level before the exact search gives way to beam search.
+EXACT_LEVEL_CAP = 20_000
+#: Beam widths tried in turn while time remains.
+BEAM_WIDTHS = (8, 32, 128, 512, 2048)
+
+ProgressFn = Callable[[float, str], None]
+CancelledFn = Callable[[], bool]
+
+
+@dataclass(frozen=True)
+class ReorderResult:
+    """The best operator order found.
+
+    Attributes
+    ----------
+    order : tuple of int
+        Original operator indices in their new execution order (a permutation of
+        ``range(num_ops)``); the original order when nothing better was found.
+    lower_bound_before, lower_bound_after : int
+        Widest operator's breadth in bytes (:func:`~viewer.analysis.intervals.analyze`) under
+        the original order and under ``order``; ``after <= before`` always.
+    moved_ops : tuple of int
+        Original indices of the fewest operators that must move to turn the original order into
+        ``order`` (those outside a longest increasing subsequence), ascending.
+    exact : bool
+        The search proved that no topological order has a smaller lower bound (under the
+        search's live-bytes model, which matches ``analyze`` without kernel temporaries unless
+        they are given).
+    stats : dict
+        ``method`` ("exact", "beam" or "none"), ``states`` expanded, ``seconds``, ``width``.
+    """
+
+    order: tuple[int, ...]
+    lower_bound_before: int
+    lower_bound_after: int
+    moved_ops: tuple[int, ...]
+    exact: bool
+    stats: dict = dataclasses.field(default_factory=dict, compare=False, hash=False)
+
+    @property
+    def saving_bytes(self) -> int:
+        """``lower_bound_before - lower_bound_after`` in bytes (>= 0)."""
+        return self.lower_bound_before - self.lower_bound_after
+
+    @property
+    def changed(self) -> bool:
+        """True when the order differs from the original."""
+        return bool(self.moved_ops)
+
+
+def has_side_effects(op: Operator, subgraph: Subgraph) -> bool:
+    """True when ``op`` must keep its order relative to every other such operator.
+
+    Custom operators count (we cannot know what they do), as does any operator reading or
+    writing a variable tensor or a RESOURCE tensor.
+    """
+    if op.is_custom or op.op_name in SIDE_EFFECT_OPS:
+        return True
+    tensors = subgraph.tensors
+    for t in (*op.inputs, *op.outputs):
+        if 0 <= t < len(tensors) and (tensors[t].is_variable or FLAG_RESOURCE in tensors[t].flags):
+            return True
+    return False
+
+
+def dependencies(subgraph: Subgraph) -> list[int]:
+    """Predecessor bit masks: bit ``i`` of ``deps[j]`` set when operator ``i`` must run before ``j``.
+
+    Data dependencies (a tensor produced by ``i`` is read by ``j``; also write-after-write when
+    two operators write one tensor) plus a chain through the side-effect operators in their
+    original order.
+    """
+    ops = subgraph.operators
+    deps = [0] * len(ops)
+    writers: dict[int, list[int]] = {}
+    for op in ops:
+        for t in (*op.outputs, *op.intermediates):
+            if t >= 0:
+                writers.setdefault(t, []).append(op.index)
+    readers: dict[int, list[int]] = {}
+    for op in ops:
+        for t in op.inputs:
+            if t >= 0:
+                readers.setdefault(t, []).append(op.index)
+    for t, ws in writers.items():
+        for j in readers.get(t, ()):
+            for i in ws:
+                if i != j:
+                    # Read after write in the file's order; a read before any write (a cycle in
+                    # the file) keeps its original position relative to the writer.
+                    if i < j:
+                        deps[j] |= 1 << i
+                    else:
+                        deps[i] |= 1 << j
+        for a, b in zip(ws, ws[1:]):
+            deps[b] |= 1 << a
+    prev = None
+    for op in ops:
+        if has_side_effects(op, subgraph):
+            if prev is not None:
+                deps[op.index] |= 1 << prev
+            prev = op.index
+    return deps
+
+
+def apply_order(subgraph: Subgraph, order: Sequence[int]) -> Subgraph:
+    """Return ``subgraph`` with its operators in ``order``.
+
+    Parameters
+    ----------
+    subgraph : Subgraph
+    order : sequence of int
+        Original operator indices in the new execution order; a permutation of
+        ``range(len(subgraph.operators))``.
+
+    Returns
+    -------
+    Subgraph
+        Same tensors, inputs and outputs; operator ``k`` is the original ``order[k]`` with
+        ``index = k``.
+
+    Raises
+    ------
+    viewer.errors.WhatIfError
+        When ``order`` is not a permutation, or runs an operator before one it depends on
+        (data, or side-effect order).
+    """
+    n = len(subgraph.operators)
+    order = tuple(int(i) for i in order)
+    if sorted(order) != list(range(n)):
+        raise WhatIfError(
+            f"subgraph {subgraph.index}: operator order must be a permutation of 0..{n - 1}"
+        )
+    deps = dependencies(subgraph)
+    done = 0
+    for k, o in enumerate(order):
+        missing = deps[o] & ~done
+        if missing:
+            first = (missing & -missing).bit_length() - 1
+            raise WhatIfError(
+                f"subgraph {subgraph.index}: operator {o} ({subgraph.operators[o].op_name}) placed "
+                f"at position {k}, before operator {first} "
+                f"({subgraph.operators[first].op_name}) that it depends on"
+            )
+        done |= 1 << o
+    ops = tuple(dataclasses.replace(subgraph.operators[o], index=k) for k, o in enumerate(order))
+    return dataclasses.replace(subgraph, operators=ops)
+
+
+def moved_count(order: Sequence[int]) -> int:
+    """``len(moved_operators(order))``."""
+    return len(moved_operators(order))
+
+
+def moved_operators(order: Sequence[int]) -> tuple[int, ...]:
+    """The fewest operators to move to get ``order`` from ``0..n-1``, ascending.
+
+    Those outside one longest increasing subsequence of ``order`` (patience sorting,
+    O(n log n)).
+    """
+    import bisect
+
+    tails: list[int] = []  # values
+    tails_pos: list[int] = []  # position in order of each tail
+    parent = [-1] * len(order)
+    for pos, v in enumerate(order):
+        k = bisect.bisect_left(tails, v)
+        if k == len(tails):
+            tails.append(v)
+            tails_pos.append(pos)
+        else:
+            tails[k] = v
+            tails_pos[k] = pos
+        parent[pos] = tails_pos[k - 1] if k > 0 else -1
+    keep = set()
+    p = tails_pos[-1] if tails_pos else -1
+    while p >= 0:
+        keep.add(order[p])
+        p = parent[p]
+    return tuple(sorted(set(order) - keep))
+
+
+# --------------------------------------------------------------------------------------------
+# The live-bytes model the search runs on.
+
+
+@dataclass
+class _Graph:
+    n: int
+    deps: list[int]  # predecessor masks
+    succs: list[list[int]]
+    base: int  # bytes live throughout (graph inputs)
+    extra: list[int]  # per-operator bytes live only while it runs (temporaries)
+    # Per operator: buffers it uses, as (buffer id) lists.
+    uses: list[list[int]]
+    size: list[int]  # per buffer
+    users: list[int]  # per buffer: mask of operators that touch it
+    pinned: list[bool]  # per buffer: never freed once allocated
+
+
+def _build_graph(subgraph: Subgraph, analysis: Analysis) -> _Graph:
+    n = len(subgraph.operators)
+    deps = dependencies(subgraph)
+    succs: list[list[int]] = [[] for _ in range(n)]
+    for j, d in enumerate(deps):
+        while d:
+            low = d & -d
+            succs[low.bit_length() - 1].append(j)
+            d ^= low
+    base = 0
+    extra = [0] * n
+    # One buffer per alias root: an in-place alias shares its root's bytes and extends its life.
+    root_of: dict[int, int] = {}
+    members: dict[int, list] = {}
+    for u in analysis.usages:
+        if u.kind == KIND_TEMPORARY:
+            if 0 <= u.first_op < n:
+                extra[u.first_op] += u.nbytes
+            continue
+        r = u.alias_of if u.alias_of is not None else u.tensor
+        root_of[u.tensor] = r
+        members.setdefault(r, []).append(u)
+    size: list[int] = []
+    users: list[int] = []
+    pinned: list[bool] = []
+    uses: list[list[int]] = [[] for _ in range(n)]
+    for r, us in members.items():
+        root = next((u for u in us if u.tensor == r), us[0])
+        kinds = {u.kind for u in us}
+        if KIND_INPUT in kinds or KIND_VARIABLE in kinds:
+            base += root.nbytes  # allocated at operator 0, never freed: same for every order
+            continue
+        mask = 0
+        for u in us:
+            for o in (u.producer, *u.consumers):
+                if o is not None and 0 <= o < n:
+                    mask |= 1 << o
+        if not mask:
+            continue
+        consumed = any(u.consumers for u in us)
+        b = len(size)
+        size.append(root.nbytes)
+        users.append(mask)
+        pinned.append(KIND_OUTPUT in kinds or not consumed)
+        m = mask
+        while m:
+            low = m & -m
+            uses[low.bit_length() - 1].append(b)
+            m ^= low
+    return _Graph(n, deps, succs, base, extra, uses, size, users, pinned)
+
+
+def _peak_of(g: _Graph, order: Sequence[int]) -> int:
+    """Peak live bytes of ``order`` under the search model (equals the analysed lower bound)."""
+    done = 0
+    live = g.base
+    peak = g.base if g.n == 0 else 0
+    for o in order:
+        alloc = 0
+        for b in g.uses[o]:
+            if not g.users[b] & done:
+                alloc += g.size[b]
+        peak = max(peak, live + alloc + g.extra[o])
+        done |= 1 << o
+        live += alloc
+        for b in g.uses[o]:
+            if not g.pinned[b] and not g.users[b] & ~done:
+                live -= g.size[b]
+    return peak
+
+
+class _OutOfTime(Exception):
+    pass
+
+
+def _search(
+    g: _Graph,
+    *,
+    width: int | None,
+    bound: int | None,
+    deadline: float,
+    cancelled: CancelledFn | None,
+    progress: ProgressFn | None,
+    progress_span: tuple[float, float],
+    label: str,
+    by_moves: bool = False,
+) -> tuple[int, int, list[int], bool, int] | None:
+    """Search over executed-operator sets, in order of set size.
+
+    Each set (bit mask) maps to ``[peak, inversions, live, ready]``; ``back`` remembers the set
+    it came from and the operators run on the way. With ``width=None`` every set is kept
+    (exact); when a set size exceeds :data:`EXACT_LEVEL_CAP` the call returns None. With
+    ``bound`` given, only steps whose breadth is <= bound are taken (a valid pruning when some
+    order is known to reach ``bound``). Sets are ranked by (peak, inversions), or with
+    ``by_moves`` by inversions alone (then ``bound`` should be the best peak: the result is the
+    order closest to the original among those that reach it).
+
+    Operators that touch no arena bytes (e.g. DEQUANTIZE folded into persistent memory) run as
+    soon as they are ready, in index order: that never raises any breadth, and keeps the number
+    of sets small.
+
+    Returns
+    -------
+    (peak, inversions, order, pruned, states) or None
+    """
+    n = g.n
+    full = (1 << n) - 1
+    uses, users, size, pinned, extra, succs, deps = (
+        g.uses, g.users, g.size, g.pinned, g.extra, g.succs, g.deps
+    )
+    lower = [(1 << o) - 1 for o in range(n)]
+    free = 0
+    for o in range(n):
+        if not uses[o] and not extra[o]:
+            free |= 1 << o
+
+    def close(s: int, ready: int, inv: int, ops: list[int]) -> tuple[int, int, int]:
+        # Run every ready memory-free operator (and those they make ready), lowest index first.
+        while True:
+            r = ready & free
+            if not r:
+                return s, ready, inv
+            low = r & -r
+            o = low.bit_length() - 1
+            inv += (full & ~s & lower[o]).bit_count()
+            s |= low
+            ready ^= low
+            for q in succs[o]:
+                if not deps[q] & ~s:
+                    ready |= 1 << q
+            ops.append(o)
+
+    ready0 = 0
+    for o in range(n):
+        if not deps[o]:
+            ready0 |= 1 << o
+    first_ops: list[int] = []
+    s0, ready0, inv0 = close(0, ready0, 0, first_ops)
+    back: dict[int, tuple[int, tuple[int, ...]]] = {s0: (-1, tuple(first_ops))}
+    buckets: list[dict[int, list]] = [dict() for _ in range(n + 1)]
+    buckets[s0.bit_count()][s0] = [0, inv0, g.base, ready0]
+    pruned = False
+    states = 0
+    lo, hi = progress_span
+    for k in range(n + 1):
+        level = buckets[k]
+        if not level:
+            continue
+        if width is not None and len(level) > width:
+            pruned = True
+            if by_moves:
+                key = lambda kv: (kv[1][1], kv[1][2])  # noqa: E731
+            else:
+                key = lambda kv: (kv[1][0], kv[1][2], kv[1][1])  # noqa: E731
+            level = dict(sorted(level.items(), key=key)[:width])
+        if k == n:
+            break
+        if time.perf_counter() > deadline:
+            raise _OutOfTime
+        if cancelled is not None and cancelled():
+            raise PlanCancelled("operator reordering cancelled")
+        if progress is not None:
+            progress(lo + (hi - lo) * k / max(n, 1), f"{label}: operator {k + 1} of {n}")
+        for s, (peak, inv, live, ready) in level.items():
+            r = ready
+            unplaced = full & ~s
+            while r:
+                low = r & -r
+                r ^= low
+                o = low.bit_length() - 1
+                alloc = 0
+                for b in uses[o]:
+                    if not users[b] & s:
+                        alloc += size[b]
+                step = live + alloc + extra[o]
+                if bound is not None and step > bound:
+                    continue
+                s2 = s | low
+                p2 = peak if peak >= step else step
+                i2 = inv + (unplaced & lower[o]).bit_count()
+                live2 = live + alloc
+                for b in uses[o]:
+                    if not pinned[b] and not users[b] & ~s2:
+                        live2 -= size[b]
+                ready2 = ready ^ low
+                for q in succs[o]:
+                    if not deps[q] & ~s2:
+                        ready2 |= 1 << q
+                ops = [o]
+                if ready2 & free:
+                    s2, ready2, i2 = close(s2, ready2, i2, ops)
+                nb = buckets[s2.bit_count()]
+                cur = nb.get(s2)
+                if cur is not None and (
+                    cur[1] <= i2 if by_moves else (cur[0], cur[1]) <= (p2, i2)
+                ):
+                    continue
+                nb[s2] = [p2, i2, live2, ready2]
+                back[s2] = (s, tuple(ops))
+                states += 1
+                if width is None and len(nb) > EXACT_LEVEL_CAP:
+                    return None
+        buckets[k] = {}  # done with this size
+    final = buckets[n].get(full)
+    if final is None:
+        return None  # nothing fits under ``bound``
+    order: list[int] = []
+    s = full
+    while s != -1:
+        prev, ops = back[s]
+        order.extend(reversed(ops))
+        s = prev
+    order.reverse()
+    return final[0], final[1], order, pruned, states
+
+
+def reorder(
+    subgraph: Subgraph,
+    *,
+    time_limit: float | None = 10.0,
+    cancelled: CancelledFn | None = None,
+    progress: ProgressFn | None = None,
+    temporaries: Iterable[Temporary] = (),
+) -> ReorderResult:
+    """Search topological operator orders of ``subgraph`` for the smallest lower bound.
+
+    Parameters
+    ----------
+    subgraph : Subgraph
+    time_limit : float or None
+        Seconds for the whole search (None: no limit). A narrow beam search first gives an
+        upper bound; the exact search gets 60% of what is left; beam search of growing width and
+        the fewest-moves pass use the rest. The best order found by then is returned.
+    cancelled : callable, optional
+        Polled once per level; when it returns True the search raises ``PlanCancelled``.
+    progress : callable, optional
+        ``progress(fraction, message)``.
+    temporaries : iterable of Temporary
+        Kernel temporaries measured from the runtime, with operator indices in the original
+        order; each adds its bytes to its operator's breadth wherever that operator moves.
+
+    Returns
+    -------
+    ReorderResult
+        With ``order`` the original one when no order lowers the lower bound.
+
+    Raises
+    ------
+    viewer.errors.PlanCancelled
+        When ``cancelled()`` turned true.
+
+    Notes
+    -----
+    Follows Liberis & Lane (arXiv:1910.05110): the peak after a set of executed operators
+    depends only on the set; a level-by-level dynamic programme over sets is exact, and beam
+    search bounds it for large graphs. Interval rules are LiteRT's (tflite/arena_planner.cc):
+    graph inputs live throughout, outputs and never-consumed tensors live to the end, anything
+    else from its first to its last user.
+    """
+    t0 = time.perf_counter()
+    temporaries = tuple(temporaries)
+    before = analyze(subgraph, temporaries=temporaries)
+    n = len(subgraph.operators)
+    identity = tuple(range(n))
+    if n < 3:
+        return ReorderResult(identity, before.lower_bound_bytes, before.lower_bound_bytes, (), True,
+                             {"method": "none", "states": 0, "seconds": time.perf_counter() - t0})
+    g = _build_graph(subgraph, before)
+    limit = float("inf") if time_limit is None else max(float(time_limit), 0.0)
+    deadline = t0 + limit
+    best_peak = _peak_of(g, identity)
+    best_order: list[int] = list(identity)
+    exact = False
+    stats: dict = {"method": "beam", "states": 0, "width": 0}
+    common = dict(cancelled=cancelled, progress=progress)
+
+    def run(**kw):
+        res = _search(g, **common, **kw)
+        if res is not None:
+            stats["states"] += res[4]
+        return res
+
+    try:
+        # 1. A narrow beam gives an upper bound that prunes the exact search.
+        res = run(width=16, bound=best_peak, deadline=deadline, progress_span=(0.0, 0.1),
+                  label="beam search (width 16)")
+        if res is not None and res[0] < best_peak:
+            best_peak, best_order = res[0], res[2]
+        # 2. Exact search over every executed-operator set, under that bound.
+        exact_deadline = time.perf_counter() + (deadline - time.perf_counter()) * 0.6
+        try:
+            res = run(width=None, bound=best_peak, deadline=exact_deadline,
+                      progress_span=(0.1, 0.6), label="exact search")
+            if res is not None:
+                exact = True
+                stats["method"] = "exact"
+                if res[0] < best_peak:
+                    best_peak, best_order = res[0], res[2]
+        except _OutOfTime:
+            pass
+        # 3. Otherwise beam search of growing width.
+        if not exact:
+            beam_deadline = t0 + 0.8 * limit  # leave time for the fewest-moves pass
+            for width in BEAM_WIDTHS[1:]:
+                if time.perf_counter() > beam_deadline:
+                    break
+                try:
+                    res = run(width=width, bound=best_peak, deadline=beam_deadline,
+                              progress_span=(0.6, 0.9), label=f"beam search (width {width})")
+                except _OutOfTime:
+                    break
+                stats["width"] = width
+                if res is None:
+                    continue
+                if res[0] < best_peak:
+                    best_peak, best_order = res[0], res[2]
+                if not res[3]:
+                    exact = True  # the beam never had to drop a set: this was exhaustive
+                    stats["method"] = "exact"
+                    break
+        # 4. Among orders reaching the best peak, the one closest to the original.
+        if best_order != list(identity):
+            widths = (None,) if exact else ()
+            for width in (*widths, 256):
+                try:
+                    res = run(width=width, bound=best_peak, deadline=deadline, by_moves=True,
+                              progress_span=(0.9, 1.0), label="fewest moves")
+                except _OutOfTime:
+                    break
+                if res is not None and res[0] <= best_peak:
+                    if moved_count(res[2]) < moved_count(best_order):
+                        best_order = res[2]
+                    break
+    except _OutOfTime:
+        pass
+
+    order = tuple(best_order)
+    after_lb = before.lower_bound_bytes
+    if order != identity:
+        pos = {o: k for k, o in enumerate(order)}
+        temps_after = [dataclasses.replace(t, op=pos.get(t.op, t.op)) for t in temporaries]
+        after_lb = analyze(apply_order(subgraph, order), temporaries=temps_after).lower_bound_bytes
+        if after_lb >= before.lower_bound_bytes:  # no gain under the full rules: keep the file's order
+            order, after_lb = identity, before.lower_bound_bytes
+    if progress is not None:
+        progress(1.0, "reordered")
+    stats["seconds"] = time.perf_counter() - t0
+    return ReorderResult(order, before.lower_bound_bytes, after_lb, moved_operators(order), exact, stats)
