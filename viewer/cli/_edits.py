@@ -1,0 +1,99 @@
+"""What-if flags shared by ``plan``, ``check`` and ``export``.
+
+``add_edit_args(parser)`` adds ``--input-shape [NAME=]1x512x512x3`` (repeatable), ``--batch N``,
+``--activation-dtype float32|float16|bfloat16|int8`` and ``--tensor-dtype ID=DTYPE``
+(repeatable); ``edits_from_args(args)`` turns them into a :class:`~viewer.whatif.edits.WhatIfEdits`.
+"""
+
+from __future__ import annotations
+
+import argparse
+import re
+
+from viewer.errors import UsageError
+from viewer.model.dtypes import BITS
+from viewer.whatif.apply import ACTIVATION_DTYPES
+from viewer.whatif.edits import WhatIfEdits
+
+_DIMS = re.compile(r"\d+(?:[x,]\d+)*")
+
+
+def add_edit_args(parser: argparse.ArgumentParser) -> None:
+    """Add the what-if flags to ``parser`` (values are checked by :func:`edits_from_args`)."""
+    g = parser.add_argument_group("what-if edits")
+    g.add_argument(
+        "--input-shape", action="append", default=[], metavar="[NAME=]SHAPE",
+        help="new shape of a graph input, e.g. 1x512x512x3, or HxW (512x512) for an NHWC image "
+        "input; NAME is the input tensor's name or position (0, 1, ...), omitted for the only "
+        "image input. Repeatable.",
+    )
+    g.add_argument("--batch", default=None, metavar="N", help="batch size (dimension 0 of every input), N >= 1")
+    g.add_argument(
+        "--activation-dtype", default=None, metavar="DTYPE",
+        help=f"store every non-constant float tensor as DTYPE ({'|'.join(ACTIVATION_DTYPES)}); "
+        "a storage what-if, weights untouched",
+    )
+    g.add_argument(
+        "--tensor-dtype", action="append", default=[], metavar="ID=DTYPE",
+        help="store tensor ID as DTYPE (after --activation-dtype). Repeatable.",
+    )
+
+
+def parse_shape(text: str) -> tuple[int, ...]:
+    """``"1x512x512x3"`` (or commas) -> ``(1, 512, 512, 3)``.
+
+    Raises
+    ------
+    viewer.errors.UsageError
+        Not positive integers separated by ``x`` or ``,``.
+    """
+    s = str(text).strip().lower().replace(" ", "")
+    if not _DIMS.fullmatch(s):
+        raise UsageError(f"cannot read shape {text!r}: use dimensions separated by x, e.g. 1x512x512x3")
+    dims = tuple(int(d) for d in re.split(r"[x,]", s))
+    if any(d < 1 for d in dims):
+        raise UsageError(f"shape {text!r}: every dimension must be >= 1")
+    return dims
+
+
+def edits_from_args(args: argparse.Namespace) -> WhatIfEdits:
+    """The :class:`WhatIfEdits` the flags describe (empty when none was given).
+
+    Raises
+    ------
+    viewer.errors.UsageError
+        An unreadable shape, a batch that is not an integer >= 1, an unknown dtype, a
+        ``--tensor-dtype`` that is not ``ID=DTYPE``, or the same input given twice.
+    """
+    shapes: dict[str | int, tuple[int, ...]] = {}
+    for item in getattr(args, "input_shape", None) or []:
+        name, sep, dims = str(item).rpartition("=")
+        key: str | int = name.strip() if sep else ""
+        if isinstance(key, str) and key.isdigit():
+            key = int(key)
+        if key in shapes:
+            raise UsageError(f"--input-shape given twice for input {key if key != '' else '(the image input)'!r}")
+        shapes[key] = parse_shape(dims)
+    batch = getattr(args, "batch", None)
+    if batch is not None:
+        try:
+            batch = int(str(batch).strip())
+        except ValueError:
+            raise UsageError(f"--batch {batch!r}: use an integer >= 1") from None
+        if batch < 1:
+            raise UsageError(f"--batch {batch}: use an integer >= 1")
+    act = getattr(args, "activation_dtype", None)
+    if act is not None:
+        act = str(act).strip().lower()
+        if act not in ACTIVATION_DTYPES:
+            raise UsageError(f"--activation-dtype {act!r}: use one of {', '.join(ACTIVATION_DTYPES)}")
+    tdt: dict[int, str] = {}
+    for item in getattr(args, "tensor_dtype", None) or []:
+        idx, sep, dt = str(item).partition("=")
+        dt = dt.strip().lower()
+        if not sep or not idx.strip().isdigit() or dt not in BITS:
+            raise UsageError(
+                f"--tensor-dtype {item!r}: use ID=DTYPE with a tensor index and a dtype such as float16 or int8"
+            )
+        tdt[int(idx)] = dt
+    return WhatIfEdits(input_shapes=shapes, batch=batch, activation_dtype=act, tensor_dtypes=tdt)

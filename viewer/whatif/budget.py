@@ -1,0 +1,292 @@
+"""The device budget: does the model fit, how much headroom, how large a batch or input.
+
+Pure arithmetic on bytes; the searches take the arena as a callable so that any planner (or a
+test's lambda) supplies it.
+
+Weights: a runtime that maps the .tflite file (LiteRT's default ``FlatBufferModel::BuildFromFile``
+uses mmap) keeps the weights in the page cache: file-backed, reclaimable under memory pressure,
+not anonymous memory. With ``weights_mode="mapped"`` they are therefore shown on a separate line
+and *not* counted against the limit (they still need page cache to run at full speed). With
+``weights_mode="copied"`` (the model copied into RAM, e.g. on a microcontroller without a memory
+map, or ``BuildFromBuffer`` on a heap copy) they are counted. ``"copied"`` is the default: the
+conservative answer.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Callable, Iterable
+
+from viewer.units import format_bytes
+
+WEIGHTS_MODES = ("copied", "mapped")
+
+
+@dataclass(frozen=True)
+class BudgetReport:
+    """How a plan fits a device limit. All sizes in bytes.
+
+    Attributes
+    ----------
+    limit_bytes : int
+        The device limit.
+    weights_bytes : int
+        The model's weights.
+    weights_counted : bool
+        True when ``weights_mode == "copied"``: weights count against the limit.
+    runtime_bytes : int
+        Runtime overhead estimate (interpreter, kernels' persistent state, allocator slack).
+    arena_bytes : int
+        Tensor arena at ``batch``.
+    batch : int
+        Batch the arena was planned for.
+    used_bytes : int
+        ``arena + runtime (+ weights when counted)``.
+    headroom_bytes : int
+        ``limit - used``; negative when over budget.
+    fits : bool
+    arena_per_example_bytes : int
+        ``ceil(arena / batch)``: the arena one more example is assumed to add.
+    largest_batch : int
+        ``floor((limit - fixed) / arena_per_example)``, 0 when the fixed costs alone exceed
+        the limit; ``fixed`` is runtime plus weights when counted.
+    binding_op : int
+        The widest operator (its breadth is the lower bound); -1 when unknown.
+    binding_op_name : str
+    message : str
+        One line for the user.
+    """
+
+    limit_bytes: int
+    weights_bytes: int
+    weights_counted: bool
+    runtime_bytes: int
+    arena_bytes: int
+    batch: int
+    used_bytes: int
+    headroom_bytes: int
+    fits: bool
+    arena_per_example_bytes: int
+    largest_batch: int
+    binding_op: int = -1
+    binding_op_name: str = ""
+    message: str = ""
+    extra: dict = field(default_factory=dict, compare=False)
+
+    def lines(self) -> list[str]:
+        """Human lines, one figure each (bytes and a binary unit)."""
+        def f(n: int) -> str:
+            return f"{n:,d} B ({format_bytes(n)})"
+
+        out = [
+            f"tensor arena (batch {self.batch}): {f(self.arena_bytes)}",
+            f"runtime overhead: {f(self.runtime_bytes)}",
+            f"weights ({'copied, counted' if self.weights_counted else 'mapped: page cache, reclaimable, not counted'}): "
+            f"{f(self.weights_bytes)}",
+            f"used: {f(self.used_bytes)} of {f(self.limit_bytes)}",
+            (f"headroom: {f(self.headroom_bytes)}" if self.fits else f"over budget by {f(-self.headroom_bytes)}"),
+            f"largest batch: {self.largest_batch}",
+        ]
+        if self.binding_op >= 0:
+            out.append(f"binding (widest) operator: {self.binding_op} {self.binding_op_name}")
+        if self.message:
+            out.append(self.message)
+        return out
+
+
+def fixed_bytes(weights_bytes: int, runtime_bytes: int, weights_mode: str = "copied") -> int:
+    """Bytes that do not depend on the batch: runtime overhead plus weights when copied.
+
+    Raises
+    ------
+    ValueError
+        For a ``weights_mode`` other than "copied" or "mapped".
+    """
+    if weights_mode not in WEIGHTS_MODES:
+        raise ValueError(f"weights_mode must be one of {WEIGHTS_MODES}, got {weights_mode!r}")
+    return int(runtime_bytes) + (int(weights_bytes) if weights_mode == "copied" else 0)
+
+
+def largest_batch(
+    limit_bytes: int, weights_bytes: int, runtime_bytes: int, arena_per_example_bytes: int,
+    weights_mode: str = "copied",
+) -> int:
+    """``floor((limit - weights - runtime) / arena_per_example)``; 0 when nothing fits.
+
+    Weights are subtracted only when ``weights_mode == "copied"``. Assumes the arena grows
+    linearly with the batch (every activation carries the batch dimension); an arena of 0
+    bytes per example gives 0 (no meaningful answer) rather than infinity.
+    """
+    free = int(limit_bytes) - fixed_bytes(weights_bytes, runtime_bytes, weights_mode)
+    if free <= 0 or arena_per_example_bytes <= 0:
+        return 0
+    return free // int(arena_per_example_bytes)
+
+
+def budget_report(
+    limit_bytes: int,
+    *,
+    arena_bytes: int,
+    weights_bytes: int = 0,
+    runtime_bytes: int = 0,
+    batch: int = 1,
+    weights_mode: str = "copied",
+    binding_op: int = -1,
+    binding_op_name: str = "",
+) -> BudgetReport:
+    """Fit ``arena_bytes`` (planned at ``batch``) plus fixed costs into ``limit_bytes``.
+
+    Worked example (tests/whatif/test_budget.py): 10 float32 parameters (40 B weights, copied),
+    8 B of activations per example, 12 B runtime, a 100 B limit: batch 2 uses 40 + 12 + 16 =
+    68 B, 32 B headroom; the largest batch is floor((100 - 40 - 12) / 8) = 6.
+
+    Raises
+    ------
+    ValueError
+        Negative sizes, ``batch < 1`` or an unknown ``weights_mode``.
+    """
+    if min(limit_bytes, arena_bytes, weights_bytes, runtime_bytes) < 0:
+        raise ValueError("sizes must be >= 0 bytes")
+    if batch < 1:
+        raise ValueError(f"batch must be >= 1, got {batch}")
+    fixed = fixed_bytes(weights_bytes, runtime_bytes, weights_mode)
+    used = fixed + int(arena_bytes)
+    headroom = int(limit_bytes) - used
+    per = -(-int(arena_bytes) // int(batch))
+    lb = largest_batch(limit_bytes, weights_bytes, runtime_bytes, per, weights_mode)
+    if fixed > limit_bytes:
+        msg = (
+            f"the fixed costs alone ({format_bytes(fixed)}: runtime"
+            f"{' + weights' if weights_mode == 'copied' else ''}) exceed the {format_bytes(limit_bytes)} limit; "
+            "no batch fits"
+        )
+    elif headroom >= 0:
+        msg = f"fits with {format_bytes(headroom)} headroom"
+    else:
+        msg = f"over budget by {format_bytes(-headroom)}"
+    return BudgetReport(
+        int(limit_bytes), int(weights_bytes), weights_mode == "copied", int(runtime_bytes),
+        int(arena_bytes), int(batch), used, headroom, headroom >= 0, per, lb,
+        binding_op, binding_op_name, msg,
+    )
+
+
+def largest_square_resolution(
+    arena_at: Callable[[int], int | None],
+    available_bytes: int,
+    candidates: Iterable[int],
+) -> tuple[int, int | None]:
+    """The largest square input side whose arena fits in ``available_bytes``.
+
+    Binary search over ``candidates`` (sorted ascending), assuming the arena grows with the
+    resolution, as it does for convolutional models. A candidate the model cannot take
+    (``arena_at`` returns None) is skipped in favour of its nearest accepted neighbour below.
+
+    Parameters
+    ----------
+    arena_at : callable
+        side (pixels) -> arena bytes at side x side, or None when the model rejects it.
+    available_bytes : int
+        Limit minus fixed costs.
+    candidates : iterable of int
+        Sides to consider.
+
+    Returns
+    -------
+    (side, arena_bytes)
+        ``(0, None)`` when none fits.
+    """
+    cand = sorted(set(int(c) for c in candidates if int(c) > 0))
+    cache: dict[int, int | None] = {}
+
+    def at(k: int) -> int | None:
+        if k not in cache:
+            cache[k] = arena_at(cand[k])
+        return cache[k]
+
+    def fits(k: int) -> bool | None:
+        a = at(k)
+        return None if a is None else a <= available_bytes
+
+    best = (0, None)
+    lo, hi = 0, len(cand) - 1
+    while lo <= hi:
+        mid = (lo + hi) // 2
+        k = mid
+        ok = fits(k)
+        while ok is None and k > lo:  # rejected: look below for one it takes
+            k -= 1
+            ok = fits(k)
+        if ok is None:
+            lo = mid + 1
+            continue
+        if ok:
+            if cand[k] > best[0]:
+                best = (cand[k], at(k))
+            lo = mid + 1
+        else:
+            hi = k - 1
+    return best
+
+
+# -- model-level helpers (planner in the loop) -------------------------------------------------
+#: Sides tried by :func:`find_largest_square_side`: multiples of 8 from 32 to 4096.
+DEFAULT_SIDES = tuple(range(32, 4097, 8))
+
+
+def plan_arena(model, subgraph_index: int, edits, planner: str = "litert", *, shape_source: str = "auto"):
+    """Apply ``edits``, analyse and plan with ``planner`` ("best": smallest non-exact plan).
+
+    Returns
+    -------
+    (Analysis, Plan, EditedSubgraph)
+
+    Raises
+    ------
+    viewer.errors.WhatIfError, viewer.errors.PlanningError, viewer.errors.SubgraphError
+    """
+    from viewer.analysis.intervals import analyze
+    from viewer.planning.run import best_plan_name, run_planners
+    from viewer.whatif.edits import apply_edits
+
+    edited = apply_edits(model, subgraph_index, edits, shape_source=shape_source)
+    analysis = analyze(edited.subgraph)
+    if planner == "best":
+        plans = run_planners(analysis.problem())
+        plan = plans[best_plan_name(plans)]
+    else:
+        plan = run_planners(analysis.problem(), [planner])[planner]
+    return analysis, plan, edited
+
+
+def find_largest_square_side(
+    model, subgraph_index: int, edits, available_bytes: int, planner: str = "litert",
+    *, sides: Iterable[int] = DEFAULT_SIDES, shape_source: str = "auto",
+) -> tuple[int, int | None]:
+    """Largest square input side (H = W, NHWC image input) whose planned arena fits.
+
+    Other edits (batch, dtype) are kept; the image input is the only rank-4 input (``""`` key).
+
+    Returns
+    -------
+    (side, arena_bytes)
+        ``(0, None)`` when no side fits or the model takes no other size.
+    """
+    import dataclasses
+
+    from viewer.errors import WhatIfError
+
+    def arena_at(side: int) -> int | None:
+        shapes = dict(edits.input_shapes) if edits is not None else {}
+        shapes[""] = (side, side)
+        e = dataclasses.replace(edits, input_shapes=shapes) if edits is not None else None
+        if e is None:
+            from viewer.whatif.edits import WhatIfEdits
+
+            e = WhatIfEdits(input_shapes=shapes)
+        try:
+            return plan_arena(model, subgraph_index, e, planner, shape_source=shape_source)[1].arena_bytes
+        except WhatIfError:
+            return None
+
+    return largest_square_resolution(arena_at, available_bytes, sides)
