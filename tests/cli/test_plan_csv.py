@@ -147,3 +147,12 @@ def test_minimalloc_instance_a(capsys):
     for plan in r["plans"].values():
         # SOURCE.txt: best-fit planners land 1.31-1.41x the lower bound on A-K.
         assert 1.0 <= plan["arena_bytes"] / r["lower_bound_bytes"] < 1.5
+
+
+def test_header_only_problem_plans_to_zero(tmp_path, capsys):
+    p = write(tmp_path, "id,lower,upper,size\n")
+    rc, out, err = run_cli(capsys, "plan-csv", str(p), "--json")
+    assert rc == 0, err
+    r = json.loads(out)
+    assert r["lower_bound_bytes"] == 0
+    assert all(plan["arena_bytes"] == 0 and plan["offsets"] == {} for plan in r["plans"].values())
