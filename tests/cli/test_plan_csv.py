@@ -156,3 +156,23 @@ def test_header_only_problem_plans_to_zero(tmp_path, capsys):
     r = json.loads(out)
     assert r["lower_bound_bytes"] == 0
     assert all(plan["arena_bytes"] == 0 and plan["offsets"] == {} for plan in r["plans"].values())
+
+
+@pytest.mark.shared
+def test_exported_model_problem_replans_the_same(tmp_path, capsys):
+    """`plan MODEL --export-csv` then `plan-csv`: the same problem, so the same lower bound
+    and the same heuristic arenas (at LiteRT's 64-byte alignment)."""
+    from conftest import shared_model
+
+    model = shared_model("mobilenet_v2_224.tflite")
+    exported = tmp_path / "mnv2.csv"
+    rc, out, err = run_cli(capsys, "plan", str(model), "--json", "--export-csv", str(exported))
+    assert rc == 0, err
+    from_model = json.loads(out)
+    rc, out, err = run_cli(capsys, "plan-csv", str(exported), "--json", "--alignment", "64",
+                           "--planner", "greedy_by_size,greedy_by_breadth,strip_packing")
+    assert rc == 0, err
+    from_csv = json.loads(out)
+    assert from_csv["lower_bound_bytes"] == from_model["lower_bound_bytes"]
+    for name, plan in from_csv["plans"].items():
+        assert plan["arena_bytes"] == from_model["plans"][name]["arena_bytes"], name
