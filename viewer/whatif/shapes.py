@@ -117,8 +117,12 @@ def infer_shapes(
         except _Fail as e:
             t = e.tensor if e.tensor is not None else (op.outputs[0] if op.outputs else None)
             tname = f" tensor {t} '{subgraph.tensors[t].name}'" if t is not None and t >= 0 else ""
+            dyn = [i for i in ins if i not in changed and subgraph.tensors[i].is_dynamic
+                   and not subgraph.tensors[i].is_constant]
+            hint = (f" (input tensor {dyn[0]} has a data-dependent shape, known only when the model runs)"
+                    if dyn else "")
             raise WhatIfError(
-                f"{prefix}operator {op.index} ({op.op_name}){tname} cannot take the new input shape: {e}"
+                f"{prefix}operator {op.index} ({op.op_name}){tname} cannot take the new input shape: {e}{hint}"
             ) from None
         for t, s in zip(op.outputs, new):
             if t < 0:
