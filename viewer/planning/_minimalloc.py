@@ -1,0 +1,493 @@
+"""A MiniMalloc-style exact search for the decision problem "does the tensor arena fit in C bytes?".
+
+Follows Moffitt, "MiniMalloc: A Lightweight Memory Allocator for Hardware-Accelerated Machine
+Learning" (ASPLOS 2023) and its reference implementation google/minimalloc (``src/sweeper.cc``,
+``src/solver.cc``), re-implemented in Python + numpy:
+
+- a sweep over usage intervals builds *sections* (sets of buffers live together, one per
+  distinct end time), *partitions* (runs of time where some buffer is always live) and the
+  pairwise overlaps;
+- a depth-first search places one buffer at a time at its lowest feasible offset, restricted
+  to *canonical* solutions (offsets non-decreasing along the search, ties broken by a static
+  preorder), with *section inference* (a section's floor plus its unplaced bytes must fit),
+  *unallocated floors*, *dominance* (no placement above the lowest top of any unplaced buffer),
+  *hatless* pruning, and *dynamic decomposition* at time cut-lines no unplaced buffer crosses;
+- static preorders ``WAT``, ``TAW``, ``TWA`` (width, area, section total) are tried round-robin
+  with doubling node limits, as ``Solver::RoundRobin`` does.
+
+Nothing here imports Qt or any other planner; :mod:`viewer.planning.optimal` drives it.
+"""
+
+from __future__ import annotations
+
+import sys
+import time
+from dataclasses import dataclass, field, fields
+from typing import Callable
+
+import numpy as np
+
+#: Search outcomes.
+FEASIBLE = "feasible"
+INFEASIBLE = "infeasible"
+TIMEOUT = "timeout"
+ABORTED = "aborted"  # node limit of one round-robin turn (internal)
+CANCELLED = "cancelled"
+
+_INF = np.iinfo(np.int64).max // 4
+
+
+@dataclass(frozen=True)
+class SearchParams:
+    """Switches for each ingredient of the search (all on by default, as in MiniMalloc).
+
+    Attributes mirror ``minimalloc::SolverParams`` (src/solver.h).
+    """
+
+    canonical_only: bool = True
+    section_inference: bool = True
+    dynamic_ordering: bool = True
+    check_dominance: bool = True
+    unallocated_floor: bool = True
+    static_preordering: bool = True
+    dynamic_decomposition: bool = True
+    monotonic_floor: bool = True
+    hatless_pruning: bool = True
+    preordering_heuristics: tuple[str, ...] = ("WAT", "TAW", "TWA")
+
+    def without(self, name: str) -> "SearchParams":
+        """A copy with ingredient ``name`` switched off."""
+        kw = {f.name: getattr(self, f.name) for f in fields(self)}
+        if name == "round_robin":
+            kw["preordering_heuristics"] = self.preordering_heuristics[:1]
+        else:
+            kw[name] = False
+        return SearchParams(**kw)
+
+    def enabled(self) -> list[str]:
+        """Names of the switched-on ingredients."""
+        out = [f.name for f in fields(self) if f.name != "preordering_heuristics" and getattr(self, f.name)]
+        if len(self.preordering_heuristics) > 1:
+            out.append("round_robin")
+        return out
+
+
+@dataclass
+class Sweep:
+    """What the sweep over usage intervals finds (``minimalloc::SweepResult``).
+
+    Attributes
+    ----------
+    sec_lo, sec_hi : ndarray of int, shape (n,)
+        Buffer i lies in sections ``sec_lo[i] <= s < sec_hi[i]``.
+    members : ndarray of int, shape (S, K)
+        Buffers of each section, padded with -1.
+    overlaps : list of ndarray
+        ``overlaps[i]``: buffers whose usage interval overlaps buffer i's.
+    partitions : list of (ndarray, (int, int))
+        Buffers and section range of each independent run of time.
+    """
+
+    sec_lo: np.ndarray
+    sec_hi: np.ndarray
+    members: np.ndarray
+    overlaps: list
+    partitions: list
+    num_sections: int
+
+
+def sweep(start: np.ndarray, end: np.ndarray) -> Sweep:
+    """Sweep half-open usage intervals ``[start, end)`` (shape (n,), ``end > start``).
+
+    Follows ``Sweep()`` in google/minimalloc src/sweeper.cc (no gaps/windows): a section is
+    the set of live buffers just before each distinct end time; a partition ends whenever no
+    buffer is live.
+    """
+    n = len(start)
+    # Points: (time, kind 0 = right / end, 1 = left / start, idx); ends before starts.
+    times = np.concatenate([end, start])
+    kinds = np.concatenate([np.zeros(n, np.int64), np.ones(n, np.int64)])
+    idxs = np.concatenate([np.arange(n), np.arange(n)])
+    order = np.lexsort((idxs, kinds, times))
+    sec_lo = np.zeros(n, np.int64)
+    sec_hi = np.zeros(n, np.int64)
+    sections: list[list[int]] = []
+    partitions: list[list] = []
+    active: set[int] = set()
+    last_time = None
+    last_sec = 0
+    for k in order:
+        t, kind, i = int(times[k]), int(kinds[k]), int(idxs[k])
+        if last_time is None:
+            last_time = t
+        if kind == 0:
+            if last_time < t:
+                last_time = t
+                sections.append(sorted(active))
+            active.discard(i)
+            sec_hi[i] = len(sections)
+            if not active:
+                partitions[-1][1] = (last_sec, len(sections))
+                last_sec = len(sections)
+        else:
+            if not active:
+                partitions.append([[], None])
+            partitions[-1][0].append(i)
+            active.add(i)
+            sec_lo[i] = len(sections)
+    # A buffer that ends at the first time value without a section pushed yet: the loop above
+    # pushes a section whenever time advances, and every end is after its start, so every
+    # buffer spans at least one section.
+    width = max((len(s) for s in sections), default=1)
+    members = np.full((len(sections), max(width, 1)), -1, np.int64)
+    for s, m in enumerate(sections):
+        members[s, : len(m)] = m
+    # Pairwise overlaps of half-open intervals.
+    ov = (start[:, None] < end[None, :]) & (start[None, :] < end[:, None])
+    np.fill_diagonal(ov, False)
+    overlaps = [np.nonzero(ov[i])[0] for i in range(n)]
+    parts = [(np.array(p[0], np.int64), p[1]) for p in partitions]
+    return Sweep(sec_lo, sec_hi, members, overlaps, parts, len(sections))
+
+
+@dataclass
+class SearchResult:
+    """Outcome of one decision search."""
+
+    status: str
+    offsets: np.ndarray | None = None
+    nodes: int = 0
+    backtracks: int = 0
+    seconds: float = 0.0
+    heuristic: str = ""
+    stats: dict = field(default_factory=dict)
+
+
+class _Stop(Exception):
+    def __init__(self, status: str):
+        self.status = status
+
+
+class _Solver:
+    """One decision search; state lives in numpy arrays indexed by buffer / section."""
+
+    def __init__(self, size, start, end, sw: Sweep, capacity, alignment, params: SearchParams,
+                 deadline, cancelled, on_node):
+        self.size = size
+        self.start = start
+        self.end = end
+        self.sw = sw
+        self.C = int(capacity)
+        self.align = max(int(alignment), 1)
+        self.p = params
+        self.deadline = deadline
+        self.cancelled = cancelled
+        self.on_node = on_node
+        n = len(size)
+        self.n = n
+        self.assigned = np.zeros(n, bool)
+        self.offset = np.full(n, -1, np.int64)
+        self.solution = np.full(n, -1, np.int64)
+        self.min_off = np.zeros(n, np.int64)
+        S = sw.num_sections
+        self.floor = np.zeros(S, np.int64)
+        self.total = np.zeros(S, np.int64)
+        np.add.at(self.total, _expand(sw.sec_lo, sw.sec_hi)[0], _expand(sw.sec_lo, sw.sec_hi, size)[1])
+        self.init_total = self.total.copy()
+        # cuts[s]: buffers (unplaced) live in both section s and s + 1.
+        self.cuts = np.zeros(max(S - 1, 0), np.int64)
+        for i in range(n):
+            lo, hi = int(sw.sec_lo[i]), int(sw.sec_hi[i])
+            if hi - 1 > lo:
+                self.cuts[lo: hi - 1] += 1
+        self.width = end - start
+        self.area = self.width * size
+        self.max_total = np.array(
+            [int(self.init_total[sw.sec_lo[i]: sw.sec_hi[i]].max()) for i in range(n)], np.int64
+        ) if n else np.zeros(0, np.int64)
+        self.nodes = 0
+        self.backtracks = 0
+        self.nodes_remaining = _INF
+        self.heuristic = params.preordering_heuristics[0]
+        self.overlaps = sw.overlaps
+        self.members = sw.members
+
+    # -- top level ------------------------------------------------------------------------
+    def solve(self) -> str:
+        heur = self.p.preordering_heuristics
+        if len(heur) <= 1:
+            self.heuristic = heur[0] if heur else ""
+            for part in self.sw.partitions:
+                st = self.sub_solve(part[0], part[1])
+                if st != FEASIBLE:
+                    return st
+            return FEASIBLE
+        # Round robin with doubling node limits (Solver::RoundRobin).
+        limit = max(self.n, 1)
+        while True:
+            limit *= 2
+            for h in heur:
+                self.heuristic = h
+                self.nodes_remaining = limit
+                st = FEASIBLE
+                for part in self.sw.partitions:
+                    st = self.sub_solve(part[0], part[1])
+                    if st != FEASIBLE:
+                        break
+                if st != ABORTED:
+                    return st
+
+    def preorder(self, bufs: np.ndarray) -> np.ndarray:
+        if not self.p.static_preordering or len(bufs) == 0:
+            return bufs
+        keys = {"W": self.width, "A": self.area, "T": self.max_total, "Z": self.size}
+        cols = [bufs]  # last tie-break: buffer index ascending
+        for c in reversed(self.heuristic):
+            if c in keys:
+                cols.append(-keys[c][bufs])
+        # np.lexsort sorts by the last key first: [idx, ..., third, second, first].
+        return bufs[np.lexsort(cols)]
+
+    def sub_solve(self, bufs: np.ndarray, sec_range) -> str:
+        pre = self.preorder(bufs)
+        rank = np.empty(self.n, np.int64)
+        rank[pre] = np.arange(len(pre))
+        try:
+            return self.search(pre, rank, sec_range, 0, 0, bufs)
+        except _Stop as s:
+            return s.status
+
+    # -- the depth-first search ------------------------------------------------------------
+    def search(self, order, rank, sec_range, min_offset, min_rank, part_bufs) -> str:
+        if self.nodes_remaining <= 0:
+            return ABORTED
+        self.nodes_remaining -= 1
+        self.nodes += 1
+        if (self.nodes & 255) == 0:
+            if time.monotonic() > self.deadline:
+                raise _Stop(TIMEOUT)
+            if self.cancelled is not None and self.cancelled():
+                raise _Stop(CANCELLED)
+            if self.on_node is not None:
+                self.on_node(self)
+        assigned = self.assigned
+        order = order[~assigned[order]]
+        if len(order) == 0:
+            self.solution[part_bufs] = self.offset[part_bufs]
+            return FEASIBLE
+        min_off = self.min_off
+        offs = min_off[order]
+        p = self.p
+        if p.dynamic_ordering:
+            # Smallest feasible offset first, the static preorder breaks ties (kDynamicComparator).
+            k = np.lexsort((rank[order], offs))
+            order = order[k]
+            offs = offs[k]
+        size = self.size
+        min_height = int((offs + size[order]).min())
+        C = self.C
+        floor = self.floor
+        total = self.total
+        sec_lo = self.sw.sec_lo
+        sec_hi = self.sw.sec_hi
+        a_sec, b_sec = sec_range
+        # Fast check: with a monotonic floor and section inference, every section's unplaced
+        # bytes sit at or above the offset being tried, so off + max(total) must fit; the
+        # parent's check already holds for sections this placement leaves alone.
+        fast = p.monotonic_floor and p.section_inference
+        t_max = int(total[a_sec:b_sec].max()) if fast else 0
+        align = self.align
+        order_l = order.tolist()
+        offs_l = offs.tolist()
+        for j in range(len(order_l)):
+            off = offs_l[j]
+            if p.check_dominance and off >= min_height:
+                if p.dynamic_ordering:
+                    break
+                continue
+            if fast and off + t_max > C:
+                if p.dynamic_ordering:
+                    break
+                continue
+            b = order_l[j]
+            r = int(rank[b])
+            if p.canonical_only and (off < min_offset or (off == min_offset and r < min_rank)):
+                continue
+            sz = int(size[b])
+            if off + sz > C:
+                continue
+            # Place b at off.
+            assigned[b] = True
+            self.offset[b] = off
+            height = off + sz
+            nb = self.overlaps[b]
+            nb = nb[~assigned[nb]]
+            hatless = len(nb) == 0
+            raise_ = nb[min_off[nb] < height]
+            old_min = min_off[raise_]
+            min_off[raise_] = -(-height // align) * align
+            lo, hi = int(sec_lo[b]), int(sec_hi[b])
+            old_floor = floor[lo:hi].copy()
+            floor[lo:hi] = height
+            total[lo:hi] -= sz
+            uf = None
+            if p.unallocated_floor and len(raise_):
+                alo = int(sec_lo[raise_].min())
+                ahi = int(sec_hi[raise_].max())
+                mem = self.members[alo:ahi]
+                ok = mem >= 0
+                memc = np.where(ok, mem, 0)
+                live = ok & ~assigned[memc]
+                mo = np.where(live, min_off[memc], _INF).min(axis=1)
+                fl = floor[alo:ahi]
+                up = (mo < _INF) & (fl < mo)
+                if up.any():
+                    uf = (alo, ahi, fl.copy())
+                    floor[alo:ahi] = np.where(up, mo, fl)
+            if fast:
+                ok_ = uf is None or not ((floor[uf[0]:uf[1]] + total[uf[0]:uf[1]]) > C).any()
+            else:
+                ok_ = self.check(sec_range, off)
+            status = INFEASIBLE
+            if ok_:
+                if p.dynamic_decomposition:
+                    status = self.decompose(order, rank, sec_range, off, r, b, part_bufs)
+                else:
+                    status = self.search(order, rank, sec_range, off, r, part_bufs)
+            # Restore.
+            if uf is not None:
+                floor[uf[0]:uf[1]] = uf[2]
+            total[lo:hi] += sz
+            floor[lo:hi] = old_floor
+            min_off[raise_] = old_min
+            assigned[b] = False
+            self.offset[b] = -1
+            if status != INFEASIBLE:
+                return status
+            if hatless and p.hatless_pruning:
+                break
+        self.backtracks += 1
+        return INFEASIBLE
+
+    def check(self, sec_range, off) -> bool:
+        a, b = sec_range
+        fl = self.floor[a:b]
+        if self.p.monotonic_floor:
+            fl = np.maximum(fl, off)
+        if self.p.section_inference:
+            fl = fl + self.total[a:b]
+        return not (fl > self.C).any()
+
+    def decompose(self, order, rank, sec_range, off, r, b, part_bufs) -> str:
+        self.solution[b] = self.offset[b]
+        lo, hi = int(self.sw.sec_lo[b]), int(self.sw.sec_hi[b])
+        status = FEASIBLE
+        if hi - 1 > lo:
+            self.cuts[lo: hi - 1] -= 1
+            zero = np.nonzero(self.cuts[lo: hi - 1] == 0)[0] + lo + 1
+        else:
+            zero = np.zeros(0, np.int64)
+        try:
+            if len(zero) == 0:
+                status = self.search(order, rank, sec_range, off, r, part_bufs)
+            else:
+                cutpoints = [sec_range[0], *[int(z) for z in zero], sec_range[1]]
+                unplaced = part_bufs[~self.assigned[part_bufs]]
+                ulo = self.sw.sec_lo[unplaced]
+                uhi = self.sw.sec_hi[unplaced]
+                for a, c in zip(cutpoints[:-1], cutpoints[1:]):
+                    sel = unplaced[~((uhi <= a) | (c <= ulo))]
+                    if len(sel) == 0:
+                        continue
+                    status = self._sub(sel, (a, c))
+                    if status != FEASIBLE:
+                        break
+        finally:
+            if hi - 1 > lo:
+                self.cuts[lo: hi - 1] += 1
+        return status
+
+    def _sub(self, bufs, sec_range) -> str:
+        pre = self.preorder(bufs)
+        rank = np.empty(self.n, np.int64)
+        rank[pre] = np.arange(len(pre))
+        return self.search(pre, rank, sec_range, 0, 0, bufs)
+
+
+def _expand(lo: np.ndarray, hi: np.ndarray, w: np.ndarray | None = None):
+    """Indices ``lo[i] <= s < hi[i]`` for every i, and the matching weights."""
+    counts = hi - lo
+    idx = np.repeat(lo - np.concatenate([[0], np.cumsum(counts)[:-1]]), counts) + np.arange(counts.sum())
+    weights = np.repeat(w, counts) if w is not None else None
+    return idx, weights
+
+
+def decide(
+    start: np.ndarray,
+    end: np.ndarray,
+    size: np.ndarray,
+    capacity: int,
+    alignment: int = 1,
+    *,
+    params: SearchParams | None = None,
+    deadline: float | None = None,
+    cancelled: Callable[[], bool] | None = None,
+    on_node: Callable | None = None,
+    sw: Sweep | None = None,
+) -> SearchResult:
+    """Is there a placement of every buffer within ``capacity`` bytes?
+
+    Parameters
+    ----------
+    start, end : ndarray of int, shape (n,)
+        Half-open usage intervals ``[start, end)`` (time steps, e.g. operator indices).
+    size : ndarray of int, shape (n,)
+        Bytes, all > 0.
+    capacity : int
+        Arena bytes to fit in.
+    alignment : int
+        Every offset is a multiple of it.
+    params : SearchParams
+        Ingredients to use (default: all).
+    deadline : float
+        ``time.monotonic()`` value to give up at.
+    cancelled : callable
+        Polled every 256 nodes; True stops the search with status ``cancelled``.
+    on_node : callable
+        Called every 256 nodes with the solver (for progress).
+
+    Returns
+    -------
+    SearchResult
+        ``status`` is ``feasible`` (``offsets``: shape (n,), bytes), ``infeasible`` (proven),
+        ``timeout`` or ``cancelled``.
+
+    Notes
+    -----
+    Follows google/minimalloc src/solver.cc (``SolverImpl::SearchSolutions``,
+    ``DynamicallyDecompose``, ``RoundRobin``).
+    """
+    t0 = time.monotonic()
+    params = params or SearchParams()
+    start = np.asarray(start, np.int64)
+    end = np.asarray(end, np.int64)
+    size = np.asarray(size, np.int64)
+    n = len(size)
+    if n == 0:
+        return SearchResult(FEASIBLE, np.zeros(0, np.int64))
+    if int(size.max()) > capacity:
+        return SearchResult(INFEASIBLE, seconds=time.monotonic() - t0)
+    sw = sw or sweep(start, end)
+    solver = _Solver(size, start, end, sw, capacity, alignment, params,
+                     deadline if deadline is not None else float("inf"), cancelled, on_node)
+    old_limit = sys.getrecursionlimit()
+    sys.setrecursionlimit(max(old_limit, 8 * n + 2000))
+    try:
+        status = solver.solve()
+    finally:
+        sys.setrecursionlimit(old_limit)
+    res = SearchResult(status, nodes=solver.nodes, backtracks=solver.backtracks,
+                       seconds=time.monotonic() - t0, heuristic=solver.heuristic)
+    if status == FEASIBLE:
+        res.offsets = solver.solution.copy()
+    return res

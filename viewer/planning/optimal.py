@@ -1,0 +1,394 @@
+"""``optimal``: the smallest tensor arena, proven (anytime: best found, proven bound, gap).
+
+The problem is two-dimensional packing with fixed x (usage intervals over operators) and free
+y (byte offsets): dynamic storage allocation, NP-hard. The planner
+
+1. starts from the best plan of the registered heuristic (non-exact) planners;
+2. stops at once when that plan already meets the lower bound (the widest operator's breadth);
+3. asks a MiniMalloc-style exact search (:mod:`viewer.planning._minimalloc`; Moffitt, ASPLOS
+   2023, google/minimalloc src/solver.cc) whether the arena fits in the lower bound, then
+   bisects the capacity between the proven bound and the best arena found;
+4. hands whatever gap is left to OR-Tools CP-SAT (fixed x intervals, y intervals of fixed size,
+   ``AddNoOverlap2D``, minimise the highest end, hinted with the best plan, bounded below by the
+   proven bound; offsets are ``alignment * k``), which also tightens the proven bound;
+
+and stops at the lower bound or at ``time_limit`` seconds.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from typing import Any
+
+import numpy as np
+
+from viewer.errors import PlanCancelled, PlanningError
+from viewer.planning import _minimalloc as mm
+from viewer.planning.registry import register
+from viewer.planning.types import DEFAULT_ALIGNMENT, Plan, PlanningProblem
+
+#: Seconds when ``time_limit`` is None.
+DEFAULT_TIME_LIMIT = 10.0
+
+NAME = "optimal"
+
+#: Ingredient names, in the order the planner uses them.
+INGREDIENTS = ("heuristics", "minimalloc", "cp_sat")
+
+
+def _check_alignment(alignment) -> int:
+    if not isinstance(alignment, (int, np.integer)) or isinstance(alignment, bool) or alignment < 1:
+        raise PlanningError(f"alignment must be a positive integer, not {alignment!r}")
+    return int(alignment)
+
+
+def aligned_lower_bound(start: np.ndarray, end: np.ndarray, size: np.ndarray, alignment: int) -> int:
+    """A lower bound on the arena that counts alignment padding (bytes).
+
+    Buffers live at the same time stack up. With every offset a multiple of ``alignment``, each
+    buffer but the topmost takes at least ``align_up(size)`` bytes of the stack, so a set live
+    together needs ``sum(align_up(size)) - max(align_up(size) - size)``. Taken over every
+    section (the sets of buffers live just before each end time, which include every maximal
+    clique of the interval graph). Equals the widest operator's breadth when ``alignment`` is 1.
+
+    Parameters
+    ----------
+    start, end : ndarray of int, shape (n,)
+        Half-open usage intervals ``[start, end)``.
+    size : ndarray of int, shape (n,)
+        Bytes.
+    alignment : int
+        Bytes.
+    """
+    if len(size) == 0:
+        return 0
+    pad = -(-size // alignment) * alignment
+    best = 0
+    for t in np.unique(end):
+        live = (start < t) & (end >= t)
+        if live.any():
+            best = max(best, int(pad[live].sum() - (pad[live] - size[live]).max()))
+    return best
+
+
+def _heuristic_plans(problem, alignment, cancelled, time_limit) -> dict[str, Plan]:
+    """Every registered non-exact planner's verified plan (a failing one is skipped)."""
+    from viewer.planning.registry import PLANNERS, _load_all
+    from viewer.planning.verify import verify_plan
+
+    _load_all()
+    out: dict[str, Plan] = {}
+    for name, spec in list(PLANNERS.items()):
+        if spec.exact:
+            continue
+        if cancelled is not None and cancelled():
+            raise PlanCancelled("planning cancelled")
+        try:
+            plan = spec.func(problem, alignment, progress=None, cancelled=cancelled,
+                             time_limit=time_limit)
+            verify_plan(problem, plan)
+        except PlanCancelled:
+            raise
+        except PlanningError:
+            continue
+        out[name] = plan
+    return out
+
+
+class _Anytime:
+    """Best plan, proven bound and bookkeeping for one run."""
+
+    def __init__(self, problem, alignment, deadline, t0, progress, cancelled):
+        self.problem = problem
+        self.alignment = alignment
+        self.deadline = deadline
+        self.t0 = t0
+        self.progress = progress
+        self.cancelled = cancelled
+        self.best_offsets: dict[int, int] = {}
+        self.best_arena = 0
+        self.best_from = ""
+        self.bound = 0
+        self.log: list[dict[str, Any]] = []
+        self._last_fraction = 0.0
+
+    def offer(self, offsets: dict[int, int], source: str) -> bool:
+        _, _, _, size = self.problem.arrays()
+        ids = [b.id for b in self.problem.buffers]
+        arena = max((offsets[i] + int(s) for i, s in zip(ids, size)), default=0)
+        if not self.best_offsets or arena < self.best_arena:
+            self.best_offsets, self.best_arena, self.best_from = dict(offsets), int(arena), source
+            return True
+        return False
+
+    def raise_bound(self, b: int) -> None:
+        self.bound = max(self.bound, int(b))
+
+    @property
+    def done(self) -> bool:
+        return self.best_arena <= self.bound
+
+    def poll(self) -> None:
+        if self.cancelled is not None and self.cancelled():
+            raise PlanCancelled("optimal planner cancelled")
+
+    def report(self, message: str = "") -> None:
+        if self.progress is None:
+            return
+        total = max(self.deadline - self.t0, 1e-9)
+        frac = min(max((time.monotonic() - self.t0) / total, self._last_fraction), 0.99)
+        self._last_fraction = frac
+        gap = self.best_arena - self.bound
+        self.progress(frac, message or f"optimal: arena {self.best_arena} B, bound {self.bound} B, gap {gap} B")
+
+
+def _dfs_stage(st: _Anytime, start, end, size, idx, ids, alignment, params, budget: float) -> str:
+    """Decision searches: first at the proven bound, then bisecting towards the best arena.
+
+    Feasibility is monotone in the capacity, so "infeasible at C" proves the bound C + 1 and
+    "feasible at C" gives an arena <= C. After a timeout at C, later tries aim between C and
+    the best arena (feasible answers come faster there).
+    """
+    sw = mm.sweep(start, end)
+    stage_end = min(st.deadline, time.monotonic() + budget)
+    timed_out_at: int | None = None
+    outcome = "open"
+
+    def on_node(_solver):
+        st.report()
+
+    first = True
+    while not st.done and time.monotonic() < stage_end:
+        st.poll()
+        lo, hi = st.bound, st.best_arena - 1
+        if first:
+            cap = lo
+        elif timed_out_at is None:
+            cap = (lo + hi) // 2
+        else:
+            cap = (max(timed_out_at + 1, lo) + hi + 1) // 2
+        first = False
+        if cap > hi or cap < lo:
+            break
+        remaining = stage_end - time.monotonic()
+        res = mm.decide(start, end, size, cap, alignment, params=params,
+                        deadline=time.monotonic() + max(remaining / 2, 0.05),
+                        cancelled=st.cancelled, on_node=on_node, sw=sw)
+        st.log.append({"stage": "minimalloc", "capacity": int(cap), "status": res.status,
+                       "nodes": res.nodes, "seconds": round(res.seconds, 3),
+                       "preorder": res.heuristic})
+        if res.status == mm.CANCELLED:
+            raise PlanCancelled("optimal planner cancelled")
+        if res.status == mm.FEASIBLE:
+            offs = {int(ids[k]): int(res.offsets[j]) for j, k in enumerate(idx)}
+            st.offer({**st.best_offsets, **offs}, "minimalloc")
+            st.log[-1]["arena"] = st.best_arena
+            outcome = "improved"
+        elif res.status == mm.INFEASIBLE:
+            st.raise_bound(cap + 1)
+            outcome = "raised bound"
+        else:
+            timed_out_at = cap if timed_out_at is None else max(timed_out_at, cap)
+            outcome = "timeout"
+        st.report()
+    if st.done:
+        outcome = "optimal"
+    return outcome
+
+
+def _cp_sat_stage(st: _Anytime, start, end, size, idx, ids, alignment, workers: int) -> str:
+    """CP-SAT on the whole problem, hinted with the best plan, for the time that is left."""
+    from ortools.sat.python import cp_model
+
+    remaining = st.deadline - time.monotonic()
+    if remaining < 0.05 or st.done:
+        return "skipped"
+    hi = st.best_arena
+    lo = st.bound
+    m = cp_model.CpModel()
+    n = len(size)
+    xs, ys, ks = [], [], []
+    best = st.best_offsets
+    for j in range(n):
+        s = int(size[j])
+        kmax = (hi - s) // alignment
+        k = m.new_int_var(0, max(kmax, 0), f"k{j}")
+        y = m.new_int_var(0, hi - s, f"y{j}") if alignment > 1 else k
+        if alignment > 1:
+            m.add(y == alignment * k)
+        ks.append(k)
+        ys.append(m.new_fixed_size_interval_var(y, s, f"yi{j}"))
+        xs.append(m.new_fixed_size_interval_var(int(start[j]), int(end[j] - start[j]), f"xi{j}"))
+        m.add_hint(k, best[int(ids[idx[j]])] // alignment)
+    m.add_no_overlap_2d(xs, ys)
+    top = m.new_int_var(lo, hi, "arena")
+    for j in range(n):
+        m.add(top >= ys[j].end_expr())
+    m.add_hint(top, hi)
+    m.minimize(top)
+    solver = cp_model.CpSolver()
+    solver.parameters.max_time_in_seconds = float(remaining)
+    solver.parameters.num_workers = workers
+    box: dict[str, Any] = {}
+
+    def run():
+        box["status"] = solver.solve(m)
+
+    t = threading.Thread(target=run, name="optimal-cp-sat", daemon=True)
+    t0 = time.monotonic()
+    t.start()
+    cancelled = False
+    while t.is_alive():
+        t.join(0.1)
+        if st.cancelled is not None and st.cancelled():
+            cancelled = True
+            solver.stop_search()
+        st.report(f"optimal: CP-SAT, arena {st.best_arena} B, bound {st.bound} B")
+    if cancelled:
+        raise PlanCancelled("optimal planner cancelled")
+    status = box.get("status")
+    name = solver.status_name(status) if status is not None else "ERROR"
+    st.log.append({"stage": "cp_sat", "status": name, "seconds": round(time.monotonic() - t0, 3),
+                   "objective_bound": int(solver.best_objective_bound) if status is not None else None})
+    if status in (cp_model.OPTIMAL, cp_model.FEASIBLE):
+        offs = {int(ids[idx[j]]): int(solver.value(ks[j])) * alignment for j in range(n)}
+        st.offer({**st.best_offsets, **offs}, "cp_sat")
+        st.raise_bound(int(np.ceil(solver.best_objective_bound)))
+        if status == cp_model.OPTIMAL:
+            st.raise_bound(st.best_arena)
+    elif status == cp_model.INFEASIBLE:
+        st.raise_bound(hi)  # nothing within [lo, hi] other than the hint region: hi is optimal
+    return name
+
+
+@register(
+    NAME,
+    "Optimal (proven)",
+    exact=True,
+    source="MiniMalloc (Moffitt, ASPLOS 2023; google/minimalloc src/solver.cc) and OR-Tools "
+    "CP-SAT AddNoOverlap2D, started from the best heuristic plan",
+)
+def plan_optimal(
+    problem: PlanningProblem,
+    alignment: int = DEFAULT_ALIGNMENT,
+    *,
+    progress=None,
+    cancelled=None,
+    time_limit: float | None = None,
+    ingredients: tuple[str, ...] = INGREDIENTS,
+    params: mm.SearchParams | None = None,
+    cp_sat_workers: int = 2,
+) -> Plan:
+    """Place every buffer in the smallest tensor arena this planner can find and prove.
+
+    Parameters
+    ----------
+    problem : PlanningProblem
+        Usage intervals (inclusive operator indices) and sizes (bytes).
+    alignment : int
+        Every offset is a multiple of it (bytes; LiteRT uses 64).
+    progress : callable, optional
+        ``progress(fraction, message)``, fraction of the time limit used (< 1 until done).
+    cancelled : callable, optional
+        Polled often; when it returns True the planner raises PlanCancelled.
+    time_limit : float, optional
+        Seconds; default :data:`DEFAULT_TIME_LIMIT` (10). The planner stops earlier when the
+        arena meets the proven bound.
+    ingredients : tuple of str
+        Which of ``heuristics``, ``minimalloc``, ``cp_sat`` to use (for benchmarks).
+    params : viewer.planning._minimalloc.SearchParams, optional
+        Switches for the MiniMalloc search's ingredients (default: all on).
+    cp_sat_workers : int
+        CP-SAT search workers.
+
+    Returns
+    -------
+    Plan
+        ``arena_bytes`` is the best arena found (bytes); ``bound_bytes`` the proven lower bound
+        (>= the widest operator's breadth); ``proven_optimal`` when they meet. ``stats`` has
+        ``gap`` (``(arena - bound) / arena``, 0.0 when proven), ``gap_bytes``, ``status``
+        (``optimal`` or ``time limit``), ``ingredients`` (which stages ran and what each
+        achieved), ``start`` (the heuristic it started from), ``log`` (every search step).
+
+    Raises
+    ------
+    viewer.errors.PlanCancelled
+        When ``cancelled()`` returns True.
+    viewer.errors.PlanningError
+        For a bad alignment or time limit.
+    """
+    alignment = _check_alignment(alignment)
+    limit = DEFAULT_TIME_LIMIT if time_limit is None else float(time_limit)
+    if not limit > 0:
+        raise PlanningError(f"time limit must be positive seconds, not {time_limit!r}")
+    t0 = time.monotonic()
+    st = _Anytime(problem, alignment, t0 + limit, t0, progress, cancelled)
+    st.poll()
+    ids_all, first, last, size_all = problem.arrays()
+    if len(ids_all) == 0:
+        return Plan(NAME, {}, 0, alignment, True, 0,
+                    {"gap": 0.0, "gap_bytes": 0, "status": "optimal", "ingredients": {},
+                     "start": {"planner": "", "arena_bytes": 0}, "found_by": "",
+                     "lower_bound": 0, "log": [], "seconds": time.monotonic() - t0})
+    st.raise_bound(problem.lower_bound())
+    st.raise_bound(aligned_lower_bound(first, last + 1, size_all, alignment))
+    used: dict[str, Any] = {}
+
+    # 1. Heuristics.
+    if "heuristics" in ingredients:
+        plans = _heuristic_plans(problem, alignment, cancelled, time_limit)
+        for name, p in sorted(plans.items(), key=lambda kv: kv[1].arena_bytes):
+            st.offer(dict(p.offsets), name)
+            break
+        used["heuristics"] = {n: p.arena_bytes for n, p in plans.items()}
+    if not st.best_offsets:
+        # Every buffer stacked: always valid.
+        top, offs = 0, {}
+        for b in problem.buffers:
+            top = -(-top // alignment) * alignment
+            offs[b.id] = top
+            top += b.size
+        st.offer(offs, "stacked")
+    start_from = (st.best_from, st.best_arena)
+    st.report()
+
+    # Zero-size buffers go at offset 0 and leave the search.
+    nz = np.nonzero(size_all > 0)[0]
+    start = first[nz]
+    end = last[nz] + 1
+    size = size_all[nz]
+
+    # 2. MiniMalloc-style decision searches.
+    if "minimalloc" in ingredients and not st.done and len(nz):
+        share = 0.6 if "cp_sat" in ingredients else 1.0
+        before = (st.best_arena, st.bound)
+        budget = (st.deadline - time.monotonic()) * share
+        used["minimalloc"] = {"result": _dfs_stage(st, start, end, size, nz, ids_all, alignment, params, budget),
+                              "improved_arena": before[0] - st.best_arena,
+                              "raised_bound": st.bound - before[1]}
+    # 3. CP-SAT for the rest of the time.
+    if "cp_sat" in ingredients and not st.done and len(nz) and time.monotonic() < st.deadline:
+        before = (st.best_arena, st.bound)
+        used["cp_sat"] = {"result": _cp_sat_stage(st, start, end, size, nz, ids_all, alignment, cp_sat_workers),
+                          "improved_arena": before[0] - st.best_arena,
+                          "raised_bound": st.bound - before[1]}
+
+    offsets = {b.id: int(st.best_offsets.get(b.id, 0)) for b in problem.buffers}
+    arena = st.best_arena
+    bound = min(st.bound, arena)
+    proven = arena <= bound
+    stats = {
+        "gap": 0.0 if proven else (arena - bound) / arena,
+        "gap_bytes": int(arena - bound),
+        "status": "optimal" if proven else "time limit",
+        "ingredients": used,
+        "start": {"planner": start_from[0], "arena_bytes": start_from[1]},
+        "found_by": st.best_from,
+        "lower_bound": int(problem.lower_bound()),
+        "log": st.log,
+        "seconds": time.monotonic() - t0,
+    }
+    if progress is not None:
+        progress(1.0, f"optimal: arena {arena} B, {'proven optimal' if proven else f'bound {bound} B'}")
+    return Plan(NAME, offsets, int(arena), alignment, proven, int(bound), stats)
