@@ -9,7 +9,16 @@ Follows LiteRT's ``ArenaPlanner::PlanAllocations`` (tflite/arena_planner.cc):
 - constant tensors are read-only and mapped from the file (outside the arena);
 - the outputs of operators whose every input is constant are computed once at prepare time into
   persistent memory (kernels that call ``SetTensorToPersistentRo``, e.g. DEQUANTIZE, DENSIFY);
-- variables live in LiteRT's separate persistent arena (``kTfLiteArenaRwPersistent``).
+- variables live in LiteRT's separate persistent arena (``kTfLiteArenaRwPersistent``);
+- a tensor that is only read (no producer, not a graph input) is never allocated by the planner,
+  and operator ``intermediates`` are not seen by it at all;
+- in-place operators (``IdentifyInPlaceTensors``): the first output of an operator whose kernel
+  registration sets ``inplace_operator`` shares the bytes of one of its first three inputs, under
+  ``InputTensorCanBeShared``'s conditions (see :data:`INPLACE_OPS`); the shared buffer then lives
+  until the last use of any tensor sharing it.
+
+Each rule is checked against LiteRT 2.3's data pointers on the shared models
+(tests/analysis/test_runtime_agreement.py).
 """
 
 from __future__ import annotations
@@ -18,7 +27,9 @@ from typing import Iterable
 
 import numpy as np
 
+from viewer.analysis.problem import Buffer
 from viewer.analysis.types import (
+    KIND_ALIAS,
     KIND_INPUT,
     KIND_INTERMEDIATE,
     KIND_OUTPUT,
@@ -36,10 +47,33 @@ from viewer.model.types import FLAG_STRING, FLAG_VARIANT, Subgraph
 #: Operators whose kernels fold an all-constant input into a persistent output at prepare time.
 FOLDING_OPS = frozenset({"DEQUANTIZE", "DENSIFY"})
 OUT_VARIABLE = "variable (LiteRT's persistent arena)"
+OUT_NEVER_WRITTEN = "never written (only read; LiteRT's planner never allocates it)"
+
+#: LiteRT kernels whose registration sets ``inplace_operator`` (tflite/kernels/*.cc), as
+#: (inputs that may be shared, data unmodified). ``kTfLiteInplaceOpInput0Shared`` = input 0...
+INPLACE_OPS: dict[str, tuple[tuple[int, ...], bool]] = {
+    "RESHAPE": ((0,), True),
+    "SQUEEZE": ((0,), True),
+    "EXPAND_DIMS": ((0,), True),
+    "BITCAST": ((0,), True),
+    "ADD": ((0, 1), False),
+    "SUB": ((0, 1), False),
+    "MUL": ((0, 1), False),
+    "DIV": ((0, 1), False),
+    "SOFTMAX": ((0,), False),
+    "DYNAMIC_UPDATE_SLICE": ((0,), False),
+}
+#: ``kTfLiteMaxSharableOpInputs``: only the first inputs are candidates.
+MAX_SHARABLE_INPUTS = 3
+#: ``kScalarTensorBytes``: a modified tensor this small is never shared.
+SCALAR_TENSOR_BYTES = 4
 
 
 def analyze(subgraph: Subgraph, *, temporaries: Iterable[Temporary] = ()) -> Analysis:
     """Give every arena tensor of ``subgraph`` a usage interval, and compute the profile.
+
+    Follows ``ArenaPlanner::PlanAllocations`` and ``IdentifyInPlaceTensors``
+    (google-ai-edge/LiteRT tflite/arena_planner.cc); see the module docstring for the rules.
 
     Parameters
     ----------
@@ -51,44 +85,126 @@ def analyze(subgraph: Subgraph, *, temporaries: Iterable[Temporary] = ()) -> Ana
     Returns
     -------
     Analysis
-        ``usages`` in tensor-index order (temporaries last); ``breadth`` of shape (num_ops,)
-        in bytes; ``naive_bytes``, ``lower_bound_bytes``, ``widest_op``.
+        ``usages`` in tensor-index order (temporaries last); in-place outputs have
+        ``kind == KIND_ALIAS`` and ``alias_of`` = the tensor owning the bytes, whose interval
+        runs to the last use of any tensor sharing them. ``breadth`` of shape (num_ops,) in
+        bytes; ``naive_bytes``, ``lower_bound_bytes``, ``widest_op``; ``alloc_queue`` (LiteRT's
+        per-operator allocation queue, for the ``litert`` planner).
     """
     n_ops = len(subgraph.operators)
     last_index = max(n_ops - 1, 0)
     tensors = subgraph.tensors
+    n_t = len(tensors)
     outside: dict[int, str] = {}
+
+    def valid(t: int) -> bool:
+        return 0 <= t < n_t
 
     persistent: set[int] = set()
     for op in subgraph.operators:
-        ins = [t for t in op.inputs if t >= 0]
+        ins = [t for t in op.inputs if valid(t)]
         if op.op_name in FOLDING_OPS and ins and all(
             tensors[t].is_constant or t in persistent for t in ins
         ):
-            persistent.update(t for t in op.outputs if t >= 0)
+            persistent.update(t for t in op.outputs if valid(t))
 
     producer: dict[int, int] = {}
     consumers: dict[int, list[int]] = {}
     for op in subgraph.operators:
         for t in op.outputs:
-            if t >= 0 and t not in producer:
+            if valid(t) and t not in producer:
                 producer[t] = op.index
         for t in op.inputs:
-            if t >= 0:
-                consumers.setdefault(t, []).append(op.index)
-        for t in op.intermediates:
-            if t >= 0:
-                producer.setdefault(t, op.index)
+            if valid(t):
                 consumers.setdefault(t, []).append(op.index)
 
-    graph_inputs = [t for t in subgraph.inputs if t >= 0]
-    graph_outputs = {t for t in subgraph.outputs if t >= 0}
-    touched = set(producer) | set(consumers) | set(graph_inputs) | graph_outputs
+    graph_inputs = [t for t in subgraph.inputs if valid(t)]
+    graph_input_set = set(graph_inputs)
+    graph_outputs = {t for t in subgraph.outputs if valid(t)}
+    variables = [t for t in subgraph.variables if valid(t)]
+    touched = set(producer) | set(consumers) | graph_input_set | graph_outputs
+
+    def where(t: int) -> str:
+        """LiteRT's allocation type: 'mmap', 'persistent', 'dynamic' or 'arena'."""
+        tensor = tensors[t]
+        if tensor.is_constant:
+            return "mmap"
+        if t in persistent or tensor.is_variable:
+            return "persistent"
+        if tensor.flags & {FLAG_STRING, FLAG_VARIANT}:
+            return "dynamic"
+        return "arena"
+
+    # Reference counts as PlanAllocations builds them before IdentifyInPlaceTensors.
+    refcounts = [0] * n_t
+    for t in graph_outputs:
+        refcounts[t] += 1
+    for t in variables:
+        refcounts[t] += 1
+    for t in graph_inputs:
+        refcounts[t] += 1
+    for op in subgraph.operators:
+        for t in op.inputs:
+            if valid(t):
+                refcounts[t] += 1
+
+    # IdentifyInPlaceTensors: output -> tensor that owns its bytes.
+    shared: dict[int, int] = {}
+    for op in subgraph.operators:
+        spec = INPLACE_OPS.get(op.op_name)
+        if spec is None or not op.outputs or not valid(op.outputs[0]):
+            continue
+        shareable, unmodified = spec
+        changed = not unmodified
+        out = op.outputs[0]
+        chosen = -1
+        for i, t in enumerate(op.inputs[:MAX_SHARABLE_INPUTS]):
+            if not valid(t) or i not in shareable:
+                continue
+            if changed:
+                if tensors[t].nbytes != tensors[out].nbytes or tensors[t].nbytes <= SCALAR_TENSOR_BYTES:
+                    continue
+                if refcounts[t] > 1:
+                    continue
+            if t in graph_input_set or out in graph_outputs:
+                continue
+            if where(t) != where(out) and where(t) != "arena":
+                continue
+            chosen = t
+            break
+        if chosen < 0:
+            continue
+        root = shared.get(chosen, chosen)
+        if changed and refcounts[root] > 1:
+            continue
+        shared[out] = root
+    # CalculateAllocations drops a sharing whose root is not in the arena or differs in bytes.
+    shared = {
+        o: r for o, r in shared.items()
+        if where(r) == "arena" and where(o) == "arena" and tensors[r].nbytes == tensors[o].nbytes
+    }
+
+    # Deallocation node of each buffer owner: last consumer of it or of any tensor sharing it.
+    last_use: dict[int, int] = {}
+    for op in subgraph.operators:
+        for t in op.inputs:
+            if valid(t):
+                r = shared.get(t, t)
+                last_use[r] = max(last_use.get(r, -1), op.index)
+    never_freed = graph_input_set | graph_outputs | set(variables)
+
+    def dealloc(t: int) -> int | None:
+        """LiteRT's dealloc node; None = never deallocated (``kNodeNotAssigned``)."""
+        if t in shared or t in never_freed:
+            return None
+        # Outputs get +1 reference; a produced tensor nothing reads is never freed.
+        return last_use.get(t)
 
     usages: list[TensorUsage] = []
     for t in sorted(touched):
         tensor = tensors[t]
-        if tensor.is_constant:
+        w = where(t)
+        if w == "mmap":
             outside[t] = OUT_CONSTANT
             continue
         if t in persistent:
@@ -97,42 +213,71 @@ def analyze(subgraph: Subgraph, *, temporaries: Iterable[Temporary] = ()) -> Ana
         if tensor.is_variable:
             outside[t] = OUT_VARIABLE
             continue
-        if tensor.flags & {FLAG_STRING, FLAG_VARIANT}:
+        if w == "dynamic":
             outside[t] = OUT_DYNAMIC
             continue
         cons = tuple(sorted(set(consumers.get(t, ()))))
         prod = producer.get(t)
-        if t in graph_inputs:
-            first, last, kind = 0, last_index, KIND_INPUT
+        if t in graph_input_set:
+            first, kind = 0, KIND_INPUT
         elif prod is None:
-            # Read but never written, not an input: LiteRT allocates it at its first use.
-            first = cons[0] if cons else 0
-            last = last_index if t in graph_outputs else (cons[-1] if cons else first)
-            kind = KIND_OUTPUT if t in graph_outputs else KIND_INTERMEDIATE
+            outside[t] = OUT_NEVER_WRITTEN
+            continue
         else:
             first = prod
-            if t in graph_outputs:
-                last, kind = last_index, KIND_OUTPUT
-            elif cons and cons[-1] >= prod:
-                last, kind = cons[-1], KIND_INTERMEDIATE
-            else:
-                # Never consumed: its reference count never reaches zero, so it is never freed.
-                last, kind = last_index, KIND_INTERMEDIATE
+            kind = KIND_OUTPUT if t in graph_outputs else KIND_INTERMEDIATE
+        if t in shared:
+            last = max([first, *cons])
+            usages.append(TensorUsage(t, first, last, tensor.nbytes, KIND_ALIAS, prod, cons, shared[t]))
+            continue
+        d = dealloc(t)
+        last = last_index if d is None else max(d, first)
         usages.append(TensorUsage(t, first, last, tensor.nbytes, kind, prod, cons))
 
-    for t in range(len(tensors)):
+    for t in range(n_t):
         if t not in touched and t not in outside and not tensors[t].is_constant:
             outside[t] = OUT_UNUSED
 
     temps: dict[int, str] = {}
-    for tmp in temporaries:
+    temp_list = list(temporaries)
+    for tmp in temp_list:
         usages.append(TensorUsage(tmp.id, tmp.op, tmp.op, tmp.nbytes, KIND_TEMPORARY, tmp.op, ()))
         temps[tmp.id] = subgraph.operators[tmp.op].op_name if 0 <= tmp.op < n_ops else "?"
 
-    return _finish(subgraph, tuple(usages), outside, temps)
+    # nodes_to_tensors_: node 0 queues variables then graph inputs; every node its outputs
+    # (ExecuteAllocations adds its temporaries after them).
+    queue: list[list[Buffer]] = [[] for _ in range(max(n_ops, 1))]
+    alloc_at: dict[int, int] = {}
+
+    def entry(t: int, node: int) -> Buffer:
+        w = where(t)
+        d = None if t in variables else dealloc(t)
+        sortable = (w == "arena" and tensors[t].nbytes > 0) or w == "persistent"
+        return Buffer(
+            t, node, last_index if d is None else d,
+            tensors[t].nbytes if sortable else 0, pinned=d is None,
+        )
+
+    for t in variables + graph_inputs:
+        if t not in alloc_at:
+            alloc_at[t] = 0
+            queue[0].append(entry(t, 0))
+    for op in subgraph.operators:
+        for t in op.outputs:
+            if valid(t):
+                if t not in alloc_at:
+                    alloc_at[t] = op.index
+                if not any(b.id == t for b in queue[op.index]):
+                    queue[op.index].append(entry(t, alloc_at[t]))
+    for tmp in temp_list:
+        if 0 <= tmp.op < len(queue):
+            queue[tmp.op].append(Buffer(tmp.id, tmp.op, tmp.op, tmp.nbytes))
+    alloc_queue = tuple(tuple(q) for q in queue)
+
+    return _finish(subgraph, tuple(usages), outside, temps, alloc_queue)
 
 
-def _finish(subgraph: Subgraph, usages: tuple[TensorUsage, ...], outside, temps) -> Analysis:
+def _finish(subgraph: Subgraph, usages: tuple[TensorUsage, ...], outside, temps, alloc_queue=()) -> Analysis:
     n_ops = len(subgraph.operators)
     m = max(n_ops, 1)
     diff = np.zeros(m + 1, dtype=np.int64)
@@ -146,4 +291,4 @@ def _finish(subgraph: Subgraph, usages: tuple[TensorUsage, ...], outside, temps)
     breadth = np.cumsum(diff)[:m] if n_ops else np.zeros(0, dtype=np.int64)
     lb = int(breadth.max()) if len(breadth) else 0
     widest = int(np.argmax(breadth)) if len(breadth) else -1
-    return Analysis(subgraph, usages, outside, temps, breadth, naive, lb, widest)
+    return Analysis(subgraph, usages, outside, temps, breadth, naive, lb, widest, alloc_queue)

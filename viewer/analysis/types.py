@@ -99,6 +99,9 @@ class Analysis:
         ``breadth.max()``: no plan can be smaller.
     widest_op : int
         First operator whose breadth equals the lower bound; -1 when there are no operators.
+    alloc_queue : tuple of tuple of Buffer
+        LiteRT's per-operator allocation queue (``nodes_to_tensors_``), passed on to
+        :class:`PlanningProblem` for the ``litert`` planner's tie order; may be empty.
     """
 
     subgraph: Subgraph
@@ -109,6 +112,7 @@ class Analysis:
     naive_bytes: int = 0
     lower_bound_bytes: int = 0
     widest_op: int = -1
+    alloc_queue: tuple = field(compare=False, hash=False, default=())
 
     @property
     def num_ops(self) -> int:
@@ -179,7 +183,7 @@ class Analysis:
                     pinned=u.kind in (KIND_INPUT, KIND_OUTPUT, KIND_VARIABLE),
                 )
             )
-        return PlanningProblem(tuple(bufs), self.num_ops)
+        return PlanningProblem(tuple(bufs), self.num_ops, self.alloc_queue)
 
     def resolve_alias_offsets(self, offsets: Mapping[int, int]) -> dict[int, int]:
         """Offsets for every usage: an alias gets its root's offset."""
