@@ -1,0 +1,488 @@
+"""The subprocess that runs LiteRT: ``python -m viewer.runtime._child {probe,measure} MODEL ...``.
+
+It prints one JSON object on its stdout (the original fd 1; anything LiteRT or a kernel prints
+goes to stderr) and exits 0, also when the runtime reports an error (``{"ok": false, ...}``).
+A crash, a hang or a kill is the parent's business: it runs this with a timeout and reads the
+exit status. Nothing here is imported by the parent; the parent only parses the JSON.
+
+How tensors beyond ``get_tensor_details`` are read
+--------------------------------------------------
+``interpreter._interpreter.tensor()`` segfaults on a kernel temporary without dims, and the
+Python wrapper does not expose node temporaries. So the child reads LiteRT's own C structs with
+:mod:`ctypes`:
+
+- ``InterpreterWrapper.interpreter()`` is the ``tflite::Interpreter*``; its first member is
+  ``TfLiteContext* context_`` of the primary subgraph (tflite/core/interpreter.h).
+- ``TfLiteContext.tensors`` / ``tensors_size`` give every ``TfLiteTensor`` (tflite/core/c/
+  common.h): type, ``data`` pointer, dims, ``allocation_type``, ``bytes``, name.
+- Node temporaries (``TfLiteNode.temporaries``) are read exactly, through a no-op delegate whose
+  ``Prepare`` callback is given the delegate context, where ``GetExecutionPlan``,
+  ``GetNodeAndRegistration`` and ``AcquireSubgraphContext`` are allowed (tflite/core/subgraph.cc
+  ``SwitchToDelegateContext``). The delegate claims no node and carries
+  ``kTfLiteDelegateFlagsAllowDynamicTensors``, so the graph is not re-prepared before the
+  callback; the arena is snapshotted before the delegate is applied anyway.
+
+Every struct offset is checked against the Python wrapper (tensor count, names, data pointers of
+model tensors); a mismatch is reported as an unsupported LiteRT build, never read further.
+"""
+
+from __future__ import annotations
+
+import argparse
+import ctypes
+import json
+import os
+import resource
+import sys
+import time
+import traceback
+
+# --- LiteRT C structs (x86-64 / aarch64 LP64 layout of tflite/core/c/common.h) -----------------
+_VP = ctypes.c_void_p
+_TENSOR_SIZE = 112  # sizeof(TfLiteTensor)
+_T_TYPE, _T_DATA, _T_DIMS, _T_ALLOC, _T_BYTES, _T_NAME, _T_IS_VARIABLE = 0, 8, 16, 32, 40, 56, 77
+_C_TENSORS_SIZE, _C_GET_PLAN, _C_TENSORS, _C_GET_NODE, _C_ACQUIRE, _C_RELEASE = 0, 8, 16, 56, 184, 192
+_N_INPUTS, _N_OUTPUTS, _N_TEMPORARIES = 0, 8, 24
+# TfLiteRegistration: init, free, prepare, invoke, profiling_string, builtin_code, custom_name,
+# version, registration_external, async_kernel, inplace_operator
+_R_BUILTIN_CODE, _R_CUSTOM_NAME, _R_INPLACE = 40, 48, 80
+
+ALLOCATION_TYPES = {
+    0: "none",  # kTfLiteMemNone
+    1: "mmap-ro",  # kTfLiteMmapRo: weights mapped from the file
+    2: "arena-rw",  # kTfLiteArenaRw: the tensor arena
+    3: "arena-rw-persistent",  # kTfLiteArenaRwPersistent: the separate persistent arena
+    4: "dynamic",  # kTfLiteDynamic: malloc'd at run time
+    5: "persistent-ro",  # kTfLitePersistentRo: computed once at prepare (heap)
+    6: "custom",  # kTfLiteCustom
+    7: "variant-object",  # kTfLiteVariantObject
+    8: "non-cpu",  # kTfLiteNonCpu
+}
+# TfLiteType -> numpy-style name (tflite/core/c/c_api_types.h)
+TYPES = {
+    0: "none", 1: "float32", 2: "int32", 3: "uint8", 4: "int64", 5: "string", 6: "bool",
+    7: "int16", 8: "complex64", 9: "int8", 10: "float16", 11: "float64", 12: "complex128",
+    13: "uint64", 14: "resource", 15: "variant", 16: "uint32", 17: "uint16", 18: "int4",
+    19: "bfloat16", 20: "int2", 21: "uint4",
+}
+
+_GET_PLAN = ctypes.CFUNCTYPE(ctypes.c_int, _VP, ctypes.POINTER(_VP))
+_GET_NODE = ctypes.CFUNCTYPE(ctypes.c_int, _VP, ctypes.c_int, ctypes.POINTER(_VP), ctypes.POINTER(_VP))
+_ACQUIRE = ctypes.CFUNCTYPE(ctypes.c_int, _VP, ctypes.c_int, ctypes.POINTER(_VP))
+_RELEASE = ctypes.CFUNCTYPE(ctypes.c_int, _VP, ctypes.c_int)
+_PREPARE = ctypes.CFUNCTYPE(ctypes.c_int, _VP, _VP)
+
+
+class _Delegate(ctypes.Structure):
+    # TfLiteDelegate: data_, Prepare, CopyFromBufferHandle, CopyToBufferHandle,
+    # FreeBufferHandle, flags, opaque_delegate_builder
+    _fields_ = [
+        ("data_", _VP), ("Prepare", _PREPARE), ("CopyFromBufferHandle", _VP),
+        ("CopyToBufferHandle", _VP), ("FreeBufferHandle", _VP), ("flags", ctypes.c_int64),
+        ("opaque_delegate_builder", _VP),
+    ]
+
+
+_ALLOW_DYNAMIC_TENSORS = 1  # kTfLiteDelegateFlagsAllowDynamicTensors
+
+
+def _ptr(addr: int) -> int | None:
+    return _VP.from_address(addr).value
+
+
+def _cstr(addr: int | None) -> str | None:
+    return ctypes.c_char_p(addr).value.decode("utf-8", "replace") if addr else None
+
+
+def _int_array(addr: int | None) -> list[int]:
+    if not addr:
+        return []
+    n = ctypes.c_int.from_address(addr).value
+    if n < 0 or n > 1 << 24:
+        raise RuntimeError(f"implausible TfLiteIntArray size {n}")
+    return list((ctypes.c_int * n).from_address(addr + 4))
+
+
+def _read_tensors(ctx: int) -> list[dict]:
+    n = ctypes.c_size_t.from_address(ctx + _C_TENSORS_SIZE).value
+    base = _ptr(ctx + _C_TENSORS)
+    out = []
+    for i in range(n):
+        t = base + _TENSOR_SIZE * i
+        type_code = ctypes.c_int.from_address(t + _T_TYPE).value
+        dims = _ptr(t + _T_DIMS)
+        name = ctypes.c_char_p.from_address(t + _T_NAME).value
+        out.append({
+            "id": i,
+            "name": name.decode("utf-8", "replace") if name else "",
+            "dtype": TYPES.get(type_code, f"type{type_code}"),
+            "shape": _int_array(dims) if dims else None,
+            "bytes": int(ctypes.c_size_t.from_address(t + _T_BYTES).value),
+            "allocation": ALLOCATION_TYPES.get(
+                ctypes.c_int.from_address(t + _T_ALLOC).value, "unknown"),
+            "address": _ptr(t + _T_DATA),
+            "is_variable": bool(ctypes.c_bool.from_address(t + _T_IS_VARIABLE).value),
+        })
+    return out
+
+
+def _read_nodes(ctx: int) -> tuple[list[int], list[dict]]:
+    get_plan = _GET_PLAN(_ptr(ctx + _C_GET_PLAN))
+    get_node = _GET_NODE(_ptr(ctx + _C_GET_NODE))
+    plan_p = _VP()
+    if get_plan(ctx, ctypes.byref(plan_p)) != 0:
+        raise RuntimeError("GetExecutionPlan failed in the delegate context")
+    plan = _int_array(plan_p.value)
+    nodes = []
+    for k in plan:
+        node, reg = _VP(), _VP()
+        if get_node(ctx, k, ctypes.byref(node), ctypes.byref(reg)) != 0 or not node.value:
+            raise RuntimeError(f"GetNodeAndRegistration({k}) failed")
+        nodes.append({
+            "index": k,
+            "builtin_code": ctypes.c_int.from_address(reg.value + _R_BUILTIN_CODE).value,
+            "custom_name": _cstr(_ptr(reg.value + _R_CUSTOM_NAME)),
+            "inplace_operator": int(ctypes.c_uint64.from_address(reg.value + _R_INPLACE).value),
+            "inputs": _int_array(_ptr(node.value + _N_INPUTS)),
+            "outputs": _int_array(_ptr(node.value + _N_OUTPUTS)),
+            "temporaries": _int_array(_ptr(node.value + _N_TEMPORARIES)),
+        })
+    return plan, nodes
+
+
+def _read_via_delegate(interp, subgraph: int) -> dict:
+    """Apply a no-op delegate; in its Prepare read tensors and nodes of ``subgraph``."""
+    got: dict = {}
+
+    def prepare(ctx, _delegate):
+        try:
+            if subgraph == 0:
+                got["plan"], got["nodes"] = _read_nodes(ctx)
+                got["tensors"] = _read_tensors(ctx)
+            else:
+                acquire = _ACQUIRE(_ptr(ctx + _C_ACQUIRE))
+                release = _RELEASE(_ptr(ctx + _C_RELEASE))
+                sub = _VP()
+                if acquire(ctx, subgraph, ctypes.byref(sub)) != 0 or not sub.value:
+                    raise RuntimeError(f"no subgraph {subgraph} in the runtime")
+                try:
+                    got["plan"], got["nodes"] = _read_nodes(sub.value)
+                    got["tensors"] = _read_tensors(sub.value)
+                finally:
+                    release(ctx, subgraph)
+        except Exception as e:  # never let an exception cross into C
+            got["error"] = f"{type(e).__name__}: {e}"
+        return 0  # kTfLiteOk: claim no node
+
+    cb = _PREPARE(prepare)
+    delegate = _Delegate(None, cb, None, None, None, _ALLOW_DYNAMIC_TENSORS, None)
+    interp._interpreter.ModifyGraphWithDelegate(ctypes.addressof(delegate))
+    got["_keep"] = (cb, delegate)  # the runtime keeps the pointer; keep it alive
+    return got
+
+
+def _file_mappings(path: str) -> list[list[int]]:
+    """Address ranges [start, end) of ``path`` in /proc/self/maps (Linux only; [] elsewhere)."""
+    real = os.path.realpath(path)
+    out = []
+    try:
+        with open("/proc/self/maps") as f:
+            for line in f:
+                parts = line.split(None, 5)
+                if len(parts) == 6 and parts[5].strip() == real:
+                    lo, hi = parts[0].split("-")
+                    out.append([int(lo, 16), int(hi, 16)])
+    except OSError:
+        pass
+    return out
+
+
+def _model_tensor_count(path: str, subgraph: int) -> int | None:
+    import mmap
+
+    from ai_edge_litert import schema_py_generated as S
+
+    try:
+        with open(path, "rb") as f, mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ) as mm:
+            model = S.Model.GetRootAs(mm, 0)
+            if subgraph >= model.SubgraphsLength():
+                return None
+            return int(model.Subgraphs(subgraph).TensorsLength())
+    except Exception:
+        return None
+
+
+def _make_interpreter(path: str, resolver: str, num_threads: int | None = None):
+    from ai_edge_litert.interpreter import Interpreter, OpResolverType
+
+    kind = {
+        "builtin": OpResolverType.BUILTIN_WITHOUT_DEFAULT_DELEGATES,
+        "default": OpResolverType.AUTO,  # the default resolver: XNNPACK applied by default
+    }[resolver]
+    return Interpreter(model_path=path, experimental_op_resolver_type=kind, num_threads=num_threads)
+
+
+def _resize_inputs(interp, input_shapes: dict) -> list[dict]:
+    details = interp.get_input_details()
+    by_name = {d["name"]: d for d in details}
+    done = []
+    for key, shape in input_shapes.items():
+        if isinstance(key, str) and key.lstrip("-").isdigit() and key not in by_name:
+            key = int(key)
+        if isinstance(key, int):
+            if not 0 <= key < len(details):
+                raise ValueError(f"no input {key}; the model has {len(details)} inputs")
+            d = details[key]
+        elif key in by_name:
+            d = by_name[key]
+        else:
+            raise ValueError(f"no input named {key!r}; inputs: {', '.join(by_name)}")
+        interp.resize_tensor_input(d["index"], [int(s) for s in shape])
+        done.append({"input": d["index"], "shape": [int(s) for s in shape]})
+    return done
+
+
+def _hook(stage: str) -> None:
+    """Test hooks, set by tests through ARENA_VIEWER_CHILD_HOOK=<action>[@stage]."""
+    spec = os.environ.get("ARENA_VIEWER_CHILD_HOOK", "")
+    if not spec:
+        return
+    action, _, at = spec.partition("@")
+    if (at or "loaded") != stage:
+        return
+    import signal
+
+    if action == "segv":
+        os.kill(os.getpid(), signal.SIGSEGV)
+    elif action == "kill":
+        os.kill(os.getpid(), signal.SIGKILL)
+    elif action == "hang":
+        time.sleep(3600)
+    elif action == "raise":
+        raise RuntimeError("test hook: simulated runtime failure")
+    elif action == "garbage":
+        os.write(_OUT_FD, b"this is not json\n")
+        os._exit(0)
+
+
+def probe(path: str, subgraph: int, input_shapes: dict) -> dict:
+    interp = _make_interpreter(path, "builtin")
+    _hook("loaded")
+    resized = _resize_inputs(interp, input_shapes) if input_shapes else []
+    interp.allocate_tensors()
+    _hook("allocated")
+    wrapper = interp._interpreter
+    n_runtime = int(wrapper.NumTensors(subgraph)) if subgraph == 0 else None
+    result: dict = {
+        "ok": True, "subgraph": subgraph, "resized_inputs": resized,
+        "num_model_tensors": _model_tensor_count(path, subgraph),
+        "model_file_mappings": _file_mappings(path),
+        "inputs": [int(i) for i in wrapper.InputIndices()] if subgraph == 0 else None,
+        "outputs": [int(i) for i in wrapper.OutputIndices()] if subgraph == 0 else None,
+        "notes": [],
+    }
+    # Snapshot the primary subgraph's tensors before the read-only delegate touches anything.
+    ctx = _ptr(wrapper.interpreter())
+    before = _read_tensors(ctx) if subgraph == 0 else None
+    if before is not None:
+        if len(before) != n_runtime:
+            raise _LayoutError(f"TfLiteContext.tensors_size {len(before)} != NumTensors {n_runtime}")
+        for t in before[: min(len(before), 64)]:
+            if t["allocation"] not in ("arena-rw", "mmap-ro") or not t["address"] or not t["shape"]:
+                continue
+            try:
+                py = interp.tensor(t["id"])().ctypes.data
+            except ValueError:  # e.g. "Invalid tensor size": the wrapper cannot view it
+                continue
+            if py != t["address"] or (t["name"] and t["name"] != wrapper.TensorName(t["id"], 0)):
+                raise _LayoutError(f"tensor {t['id']}: struct read {t['address']:#x}, wrapper {py:#x}")
+    got = _read_via_delegate(interp, subgraph)
+    if "error" in got or "tensors" not in got:
+        if before is None:
+            raise RuntimeError(got.get("error", "the delegate's Prepare was not called"))
+        result["notes"].append(
+            "node temporaries not read (" + got.get("error", "delegate Prepare not called")
+            + "); temporaries are attributed to no operator")
+        result["tensors"], result["nodes"], result["execution_plan"] = before, [], []
+        return result
+    if before is not None and [(t["address"], t["bytes"]) for t in before] != [
+        (t["address"], t["bytes"]) for t in got["tensors"][: len(before)]
+    ]:
+        result["notes"].append("tensor addresses changed while reading node temporaries")
+    result["tensors"] = before if before is not None else got["tensors"]
+    result["nodes"], result["execution_plan"] = got["nodes"], got["plan"]
+    return result
+
+
+class _LayoutError(RuntimeError):
+    pass
+
+
+# --- process measurements (Linux /proc; None elsewhere) ---------------------------------------
+
+def _status() -> dict:
+    out = {}
+    try:
+        with open("/proc/self/status") as f:
+            for line in f:
+                k, _, v = line.partition(":")
+                if k in ("VmHWM", "VmRSS", "RssAnon", "RssFile"):
+                    out[k] = int(v.split()[0]) * 1024
+    except OSError:
+        pass
+    return out
+
+
+def _smaps_rollup() -> dict:
+    out = {}
+    try:
+        with open("/proc/self/smaps_rollup") as f:
+            for line in f:
+                k, _, v = line.partition(":")
+                parts = v.split()
+                if len(parts) == 2 and parts[1] == "kB":
+                    out[k.strip()] = int(parts[0]) * 1024
+    except OSError:
+        pass
+    return out
+
+
+def _mapping_rss(path: str) -> int | None:
+    """Rss of every mapping of ``path`` (/proc/self/smaps), in bytes."""
+    real = os.path.realpath(path)
+    total, inside, seen = 0, False, False
+    try:
+        with open("/proc/self/smaps") as f:
+            for line in f:
+                head = line.split(None, 5)
+                if head and "-" in head[0] and len(head) >= 5 and not head[0].endswith(":"):
+                    inside = len(head) == 6 and head[5].strip() == real
+                    seen = seen or inside
+                elif inside and line.startswith("Rss:"):
+                    total += int(line.split()[1]) * 1024
+    except OSError:
+        return None
+    return total if seen else 0
+
+
+def _faults() -> tuple[int, int]:
+    ru = resource.getrusage(resource.RUSAGE_SELF)
+    return int(ru.ru_minflt), int(ru.ru_majflt)
+
+
+def _random_inputs(interp, seed: int = 0):
+    import numpy as np
+
+    rng = np.random.default_rng(seed)
+    for d in interp.get_input_details():
+        shape = [int(s) for s in d["shape"]]
+        dt = np.dtype(d["dtype"])
+        if dt.kind == "f":
+            a = rng.standard_normal(shape).astype(dt)
+        elif dt.kind == "b":
+            a = rng.integers(0, 2, shape).astype(bool)
+        elif dt.kind in "iu" and dt.itemsize == 1 or dt == np.int16:
+            info = np.iinfo(dt)
+            a = rng.integers(info.min, int(info.max) + 1, shape).astype(dt)
+        elif dt.kind in "iu":
+            a = rng.integers(0, 2, shape).astype(dt)  # int32/int64 inputs are often indices
+        else:
+            continue  # strings etc.: left as allocated
+        interp.set_tensor(d["index"], a)
+
+
+def measure(path: str, runs: int, resolver: str) -> dict:
+    base_status, base_roll = _status(), _smaps_rollup()
+    f0 = _faults()
+    t0 = time.perf_counter()
+    interp = _make_interpreter(path, resolver)
+    _hook("loaded")
+    interp.allocate_tensors()
+    _hook("allocated")
+    f1 = _faults()
+    t1 = time.perf_counter()
+    after_alloc = _status()
+    _random_inputs(interp)
+    interp.invoke()
+    f2 = _faults()
+    t2 = time.perf_counter()
+    for k in range(max(runs - 1, 0)):
+        _random_inputs(interp, seed=k + 1)
+        interp.invoke()
+    f3 = _faults()
+    t3 = time.perf_counter()
+    status, roll = _status(), _smaps_rollup()
+    linux = bool(status) and bool(roll)
+
+    def g(d, k):
+        return d.get(k) if linux else None
+
+    return {
+        "ok": True,
+        "resolver": resolver,
+        "runs": runs,
+        "vmhwm_bytes": g(status, "VmHWM"),
+        "rss_bytes": g(roll, "Rss"),
+        "pss_anon_bytes": g(roll, "Pss_Anon"),
+        "pss_file_bytes": g(roll, "Pss_File"),
+        "anonymous_bytes": g(roll, "Anonymous"),
+        "model_mapping_rss_bytes": _mapping_rss(path) if linux else None,
+        "baseline": {
+            "vmhwm_bytes": g(base_status, "VmHWM"), "rss_bytes": g(base_roll, "Rss"),
+            "pss_anon_bytes": g(base_roll, "Pss_Anon"), "pss_file_bytes": g(base_roll, "Pss_File"),
+            "anonymous_bytes": g(base_roll, "Anonymous"),
+        },
+        "after_allocate_rss_bytes": g(after_alloc, "VmRSS"),
+        "minor_faults_load": f1[0] - f0[0],
+        "major_faults_load": f1[1] - f0[1],
+        "minor_faults_first_run": f2[0] - f1[0],
+        "major_faults_first_run": f2[1] - f1[1],
+        "minor_faults_later_runs": f3[0] - f2[0] if runs > 1 else None,
+        "major_faults_later_runs": f3[1] - f2[1] if runs > 1 else None,
+        "seconds_load": t1 - t0,
+        "seconds_first_run": t2 - t1,
+        "seconds_later_runs": t3 - t2 if runs > 1 else None,
+        "num_threads": None,
+    }
+
+
+_OUT_FD = 1
+
+
+def main(argv: list[str] | None = None) -> int:
+    global _OUT_FD
+    # Keep fd 1 for our JSON; everything else (LiteRT's INFO lines, kernel prints) to stderr.
+    _OUT_FD = os.dup(1)
+    os.dup2(2, 1)
+    p = argparse.ArgumentParser(prog="viewer.runtime._child")
+    p.add_argument("mode", choices=["probe", "measure"])
+    p.add_argument("model")
+    p.add_argument("--subgraph", type=int, default=0)
+    p.add_argument("--input-shapes", default="{}")
+    p.add_argument("--runs", type=int, default=3)
+    p.add_argument("--resolver", choices=["builtin", "default"], default="builtin")
+    args = p.parse_args(argv)
+    _hook("start")
+    try:
+        if args.mode == "probe":
+            out = probe(args.model, args.subgraph, json.loads(args.input_shapes))
+        else:
+            out = measure(args.model, args.runs, args.resolver)
+    except _LayoutError as e:
+        out = {"ok": False, "error": f"unsupported LiteRT build (struct layout check failed: {e})"}
+    except Exception as e:
+        msg = " ".join(str(e).split()) or type(e).__name__
+        out = {"ok": False, "error": f"{type(e).__name__}: {msg}",
+               "traceback": traceback.format_exc(limit=3)}
+    data = json.dumps(out).encode() + b"\n"
+    with os.fdopen(_OUT_FD, "wb") as f:
+        f.write(data)
+    sys.stdout.flush()
+    sys.stderr.flush()
+    # Skip interpreter teardown: a kernel or delegate that crashes in its destructor must not
+    # turn a good answer into a crash.
+    os._exit(0)
+
+
+if __name__ == "__main__":
+    main()
