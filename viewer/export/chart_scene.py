@@ -45,11 +45,15 @@ class PackingItem(pg.GraphicsObject):
     """Every rectangle of a plan in one graphics item.
 
     Coordinates: x is the operator index in execution order (a tensor spans
-    ``[first_op, last_op + 1)``), y is the byte offset in the tensor arena.
+    ``[first_op, last_op + 1)``), y is the byte offset in the tensor arena divided by
+    ``y_scale`` (bytes per scene unit). Scaling keeps the view transform well conditioned: an
+    arena of 10^9 bytes in raw bytes gives a scale of ~1e-6 px per unit, which SVG output
+    rounds away. :meth:`tensor_at` takes bytes.
     """
 
-    def __init__(self, data: ChartData | None = None):
+    def __init__(self, data: ChartData | None = None, y_scale: float = 1.0):
         super().__init__()
+        self.y_scale = float(y_scale)
         self._data: ChartData | None = None
         self._faded: np.ndarray | None = None
         self._groups: list[tuple[QtGui.QBrush, QtGui.QPen, object]] = []
@@ -80,7 +84,7 @@ class PackingItem(pg.GraphicsObject):
     def tensor_at(self, x: float, y: float) -> int | None:
         """Tensor whose rectangle contains data point (x, y); the topmost when several do.
 
-        ``x`` in operator units, ``y`` in bytes. Zero-byte tensors are never hit.
+        ``x`` in operator units, ``y`` in bytes (not scene units). Zero-byte tensors are never hit.
         """
         d = self._data
         if d is None or not len(d):
@@ -99,9 +103,9 @@ class PackingItem(pg.GraphicsObject):
             self._bounds = QtCore.QRectF()
         else:
             x0 = d.x0.astype(np.float64)
-            y0 = d.y0.astype(np.float64)
+            y0 = d.y0.astype(np.float64) / self.y_scale
             w = (d.x1 - d.x0).astype(np.float64)
-            h = (d.y1 - d.y0).astype(np.float64)
+            h = (d.y1 - d.y0).astype(np.float64) / self.y_scale
             faded = self._faded if self._faded is not None and len(self._faded) == len(d) else None
             outline = len(d) <= OUTLINE_LIMIT
             key = d.color.astype(np.int64) * 2 + (faded.astype(np.int64) if faded is not None else 0)
@@ -133,8 +137,8 @@ class PackingItem(pg.GraphicsObject):
                     pen = QtGui.QPen(QtCore.Qt.PenStyle.NoPen)
                 self._groups.append((brush, pen, arr))
             xmn, xmx = float(d.x0.min()), float(d.x1.max())
-            ymn, ymx = float(d.y0.min()), float(d.y1.max())
-            self._bounds = QtCore.QRectF(xmn, ymn, xmx - xmn, max(ymx - ymn, 1.0))
+            ymn, ymx = float(d.y0.min()) / self.y_scale, float(d.y1.max()) / self.y_scale
+            self._bounds = QtCore.QRectF(xmn, ymn, xmx - xmn, max(ymx - ymn, 1e-9))
         self.prepareGeometryChange()
         self.update()
         self.informViewBoundsChanged()
@@ -205,10 +209,13 @@ class BytesAxisItem(pg.AxisItem):
         return [(step * scale, 0)]  # major ticks only: a clean grid
 
     def tickStrings(self, values, scale, spacing):
+        # pyqtgraph passes scene values and spacing, and ``scale`` = bytes per scene unit.
+        values = [v * scale for v in values]
+        spacing = spacing * scale
         unit_scale, unit = self._unit
         step = spacing / unit_scale
-        decimals = 0 if step >= 1 else min(3, max(0, -math.floor(math.log10(step) + 1e-9)))
-        if step < 1 and abs(step * 10**decimals - round(step * 10**decimals)) > 1e-6:
+        decimals = 0  # as few as show the step exactly (2.5 MiB -> 1, 0.25 MiB -> 2)
+        while decimals < 3 and abs(step * 10**decimals - round(step * 10**decimals)) > 1e-6:
             decimals += 1
         out = []
         for v in values:
@@ -260,6 +267,8 @@ class ChartPlot:
     lower_bound_line: pg.InfiniteLine
     arena_line: pg.InfiniteLine
     breadth_curve: pg.PlotDataItem
+    y_scale: float = 1.0
+    breadth_scale: float = 1.0
 
     def widest_band(self) -> tuple[float, float]:
         """x extent of the widest-operator band, in operator units."""
@@ -271,9 +280,9 @@ class ChartPlot:
         d = self.data
         top = max(d.arena_bytes, d.lower_bound, 1)
         self.packing.setXRange(0, max(d.num_ops, 1), padding=0.01)
-        self.packing.setYRange(0, top * 1.14, padding=0)
+        self.packing.setYRange(0, top * 1.14 / self.y_scale, padding=0)
         btop = int(d.breadth.max()) if len(d.breadth) else 0
-        self.breadth.setYRange(0, max(btop, d.lower_bound, 1) * 1.2, padding=0)
+        self.breadth.setYRange(0, max(btop, d.lower_bound, 1) * 1.2 / self.breadth_scale, padding=0)
 
 
 def _pen(rgb, width=1.0, style=QtCore.Qt.PenStyle.SolidLine):
@@ -296,7 +305,7 @@ def _style_axis(axis: pg.AxisItem, label: str) -> None:
 def _gap_text(data: ChartData) -> str:
     gap = data.arena_bytes - data.lower_bound
     pct = 100.0 * gap / max(data.lower_bound, 1)
-    return f"{format_bytes(gap, 2)} ({pct:.2f}%)" if pct < 0.1 else f"{format_bytes(gap, 2)} ({pct:.1f}%)"
+    return f"{format_bytes(gap, 2)} ({pct:.2f}%)" if pct < 0.1 else f"{format_bytes(gap, 1)} ({pct:.1f}%)"
 
 
 def build_chart(data: ChartData, layout: pg.GraphicsLayout, *, legend_cols: int = 1) -> ChartPlot:
@@ -357,8 +366,16 @@ def build_chart(data: ChartData, layout: pg.GraphicsLayout, *, legend_cols: int 
     breadth.setXLink(packing)
     packing.getViewBox().setBackgroundColor(None)
 
+    # Scene y units: one binary unit (B/KiB/MiB/GiB) of the arena; axes label them in bytes.
+    top = max(data.arena_bytes, data.lower_bound, 1)
+    ys = float(byte_unit(top)[0])
+    btop = max(int(data.breadth.max()) if len(data.breadth) else 0, data.lower_bound, 1)
+    bs = float(byte_unit(btop)[0])
+    packing.getAxis("left").setScale(ys)
+    breadth.getAxis("left").setScale(bs)
+
     # Rectangles.
-    item = PackingItem(data)
+    item = PackingItem(data, ys)
     packing.addItem(item)
 
     # Widest-operator band, on both plots.
@@ -394,22 +411,21 @@ def build_chart(data: ChartData, layout: pg.GraphicsLayout, *, legend_cols: int 
         band_text, color=THEME["band_text"], anchor=(ax, 0.0),
         fill=pg.mkBrush(255, 255, 255, 210),
     )
-    top = max(data.arena_bytes, data.lower_bound, 1)
-    band_label.setPos(bx if w >= 0 else 0, top * 1.13)
+    band_label.setPos(bx if w >= 0 else 0, top * 1.13 / ys)
     band_label.setZValue(20)
     packing.addItem(band_label)
 
     # Lower bound and arena size.
     same = data.arena_bytes == data.lower_bound
     lb_line = pg.InfiniteLine(
-        pos=data.lower_bound, angle=0, movable=False,
+        pos=data.lower_bound / ys, angle=0, movable=False,
         pen=_pen(THEME["lower_bound"], 1.5, QtCore.Qt.PenStyle.DashLine),
         label=f"lower bound {format_bytes(data.lower_bound, 2)}",
         labelOpts={"position": 0.02, "color": THEME["lower_bound"], "anchors": [(0, 1), (0, 1)],
                    "fill": pg.mkBrush(255, 255, 255, 210)},
     )
     arena_line = pg.InfiniteLine(
-        pos=data.arena_bytes, angle=0, movable=False, pen=_pen(THEME["arena"], 1.5),
+        pos=data.arena_bytes / ys, angle=0, movable=False, pen=_pen(THEME["arena"], 1.5),
         label=f"arena {format_bytes(data.arena_bytes, 2)} ({data.planner})"
         + (" = lower bound" if same else f", lower bound +{_gap_text(data)}"),
         labelOpts={"position": 0.98, "color": THEME["arena"], "anchors": [(1, 1), (1, 1)],
@@ -422,12 +438,12 @@ def build_chart(data: ChartData, layout: pg.GraphicsLayout, *, legend_cols: int 
     # Breadth curve.
     xs = np.arange(len(data.breadth) + 1, dtype=np.float64)
     curve = pg.PlotDataItem(
-        xs, data.breadth.astype(np.float64), stepMode="center", fillLevel=0,
+        xs, data.breadth.astype(np.float64) / bs, stepMode="center", fillLevel=0,
         brush=pg.mkBrush(THEME["breadth_fill"]), pen=_pen(THEME["breadth"], 1.5),
     )
     breadth.addItem(curve)
     blb = pg.InfiniteLine(
-        pos=data.lower_bound, angle=0, movable=False,
+        pos=data.lower_bound / bs, angle=0, movable=False,
         pen=_pen(THEME["lower_bound"], 1.5, QtCore.Qt.PenStyle.DashLine),
         label=f"lower bound {format_bytes(data.lower_bound, 2)}",
         labelOpts={"position": 0.02, "color": THEME["lower_bound"], "anchors": [(0, 1), (0, 1)],
@@ -474,10 +490,10 @@ def build_chart(data: ChartData, layout: pg.GraphicsLayout, *, legend_cols: int 
     plot = ChartPlot(
         data=data, packing=packing, breadth=breadth, item=item, legend=legend, title=title,
         band=band, breadth_band=breadth_band, band_label=band_label, lower_bound_line=lb_line,
-        arena_line=arena_line, breadth_curve=curve,
+        arena_line=arena_line, breadth_curve=curve, y_scale=ys, breadth_scale=bs,
     )
-    top = max(data.arena_bytes, data.lower_bound, 1)
-    packing.setLimits(xMin=-1, xMax=max(data.num_ops, 1) + 1, yMin=-top * 0.05, yMax=top * 2)
+    packing.setLimits(xMin=-1, xMax=max(data.num_ops, 1) + 1, yMin=-top * 0.05 / ys,
+                      yMax=top * 2 / ys)
     breadth.setLimits(xMin=-1, xMax=max(data.num_ops, 1) + 1)
     breadth.setMouseEnabled(x=True, y=False)
     plot.reset_view()

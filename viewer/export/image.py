@@ -98,12 +98,16 @@ def render_widget(widget, path: str | Path, width: int, height: int) -> Path:
             if not image.save(str(path), "PNG"):
                 raise ViewerError(f"{path}: cannot write the PNG file")
         else:
-            from pyqtgraph.Qt.QtSvg import QSvgGenerator
+            from pyqtgraph.Qt import QtSvg
+
+            QSvgGenerator = QtSvg.QSvgGenerator
 
             gen = QSvgGenerator()
             gen.setFileName(str(path))
             gen.setSize(QtCore.QSize(width, height))
             gen.setViewBox(QtCore.QRect(0, 0, width, height))
+            # Same resolution as the widget, or fonts and cosmetic pens scale by 72/96.
+            gen.setResolution(widget.logicalDpiX())
             gen.setTitle(getattr(widget, "windowTitle", lambda: "")() or "Arena Viewer chart")
             gen.setDescription("Tensor arena packing chart made by Arena Viewer")
             painter = QtGui.QPainter()
@@ -113,11 +117,23 @@ def render_widget(widget, path: str | Path, width: int, height: int) -> Path:
             painter.end()
             if not path.exists():
                 raise ViewerError(f"{path}: cannot write the SVG file")
+            _svg_size_in_pixels(path, width, height)
     finally:
         if shown_here:
             widget.hide()
         widget.resize(old_size)
     return path
+
+
+def _svg_size_in_pixels(path: Path, width: int, height: int) -> None:
+    """QSvgGenerator writes the size in millimetres; state it in pixels, as requested."""
+    import re
+
+    text = path.read_text(encoding="utf-8")
+    head, sep, rest = text.partition("viewBox=")
+    head = re.sub(r'width="[^"]*"', f'width="{width}px"', head, count=1)
+    head = re.sub(r'height="[^"]*"', f'height="{height}px"', head, count=1)
+    path.write_text(head + sep + rest, encoding="utf-8")
 
 
 def export_chart(
@@ -173,6 +189,23 @@ def export_chart(
     data = build_chart_data(
         analysis, plan, color_by=color_by, model_name=model_name, subgraph=subgraph
     )
+    return export_chart_data(data, path, width=width, height=height)
+
+
+def export_chart_data(data, path: str | Path, *, width: int = 1600, height: int = 1000,
+                      faded=None) -> Path:
+    """Write the chart of a :class:`~viewer.export.chart_data.ChartData` as PNG or SVG.
+
+    Same as :func:`export_chart` for data already built (e.g. by the interactive chart, with
+    its colour mode); ``faded`` is an optional bool mask, shape (n,), of rows drawn faded.
+
+    Raises
+    ------
+    viewer.errors.UsageError, viewer.errors.ViewerError
+        As :func:`export_chart`.
+    """
+    path = Path(path)
+    _check(path, width, height)
     ensure_qt_app()
     import pyqtgraph as pg
 
@@ -182,7 +215,9 @@ def export_chart(
     widget.setBackground(THEME["background"])
     widget.setWindowTitle(data.title)
     try:
-        build_chart(data, widget.ci)
+        chart = build_chart(data, widget.ci)
+        if faded is not None:
+            chart.item.set_faded(faded)
         return render_widget(widget, path, width, height)
     finally:
         widget.close()

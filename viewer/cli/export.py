@@ -1,0 +1,65 @@
+"""``arena-viewer export MODEL -o chart.png|chart.svg``: the packing chart as an image, headless."""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+
+from viewer.cli._common import add_edit_args, add_model_args, edits_from_args, known_planners_help
+from viewer.errors import UsageError
+from viewer.units import format_bytes
+
+
+def add_parser(sub) -> None:
+    p = sub.add_parser(
+        "export",
+        help="write the packing chart of a plan as a PNG or SVG (no display needed)",
+        description="Read MODEL, plan its tensor arena and write the packing chart (usage intervals "
+        "x arena offsets, widest operator, lower bound, breadth curve) to a PNG or SVG file, "
+        "chosen by the output's suffix. An existing output file is overwritten.",
+    )
+    add_model_args(p)
+    p.add_argument("-o", "--output", required=True, metavar="FILE",
+                   help="output image: *.png or *.svg")
+    p.add_argument("--planner", default=None, metavar="NAME",
+                   help="plan to draw (default: the smallest of every non-exact planner). "
+                        f"Known: {known_planners_help()}")
+    p.add_argument("--width", type=int, default=1600, metavar="PX", help="image width (default 1600)")
+    p.add_argument("--height", type=int, default=1000, metavar="PX", help="image height (default 1000)")
+    p.add_argument("--color-by", choices=("kind", "op"), default="kind",
+                   help="colour tensors by kind (default) or by producer op type")
+    p.add_argument("--time-limit", type=float, default=None, metavar="S",
+                   help="time limit in seconds for an exact planner")
+    add_edit_args(p)
+    p.set_defaults(run=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    from viewer.export.image import SUFFIXES, export_chart
+    from viewer.planning.run import best_plan_name, run_planners
+    from viewer.whatif.pipeline import prepare
+
+    out = str(args.output)
+    if not out.lower().endswith(SUFFIXES):
+        raise UsageError(f"{out}: unknown image type; use .png or .svg")
+    for name in ("width", "height"):
+        v = getattr(args, name)
+        if not 200 <= v <= 16384:
+            raise UsageError(f"--{name} {v}: use 200..16384 pixels")
+    edits = edits_from_args(args)
+    prep = prepare(args.model, args.subgraph, edits)
+    problem = prep.analysis.problem()
+    names = None if args.planner is None else [args.planner]
+    plans = run_planners(problem, names, time_limit=args.time_limit)
+    chosen = args.planner if args.planner is not None else best_plan_name(plans)
+    plan = plans[chosen]
+    export_chart(prep.analysis, plan, out, width=args.width, height=args.height,
+                 model_name=os.path.basename(args.model), subgraph=args.subgraph,
+                 color_by=args.color_by)
+    for note in prep.notes:
+        print(f"note: {note}", file=sys.stderr)
+    print(f"{out}: {plan.planner} plan, arena {format_bytes(plan.arena_bytes, 2)} "
+          f"({plan.arena_bytes:,d} B), lower bound {format_bytes(prep.analysis.lower_bound_bytes, 2)}, "
+          f"{args.width}x{args.height}")
+    return 0

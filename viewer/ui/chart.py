@@ -1,0 +1,381 @@
+"""The interactive packing chart: hover, click, select, filter, zoom and pan.
+
+Drawing lives in :mod:`viewer.export.chart_scene` (one :class:`PackingItem` for every
+rectangle, the byte axis, the breadth curve); this widget adds interactivity on top:
+tooltips, selection (the rectangle plus the columns of its producer and consumers), the
+"held longer than N operators" filter, keyboard zoom/pan, and the signals the main window uses.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pyqtgraph as pg
+from PySide6.QtCore import QEvent, QObject, QPointF, Qt, Signal
+from PySide6.QtGui import QCursor
+from PySide6.QtWidgets import QToolTip, QVBoxLayout, QWidget
+
+from viewer.analysis.types import Analysis
+from viewer.export.chart_data import COLOR_MODES, ChartData, build_chart_data
+from viewer.export.chart_scene import THEME, ChartPlot, build_chart
+from viewer.planning.types import Plan
+from viewer.units import format_bytes
+
+#: Colour of the selected tensor's outline and of its producer/consumer columns.
+SELECT_PEN = (20, 20, 20)
+PRODUCER_BRUSH = (214, 39, 40, 45)
+CONSUMER_BRUSH = (148, 103, 189, 45)
+ZOOM_STEP = 0.8  # keyboard zoom factor per press (+ zooms in by this, - out by its inverse)
+PAN_STEP = 0.1  # keyboard pan: fraction of the visible range per arrow press
+
+
+class PackingChart(QWidget):
+    """Packing chart of one plan: x = operator index, y = arena offset in bytes.
+
+    Signals
+    -------
+    tensor_hovered(int)
+        Tensor under the mouse in the packing plot; -1 when none.
+    tensor_selected(int)
+        Tensor the user clicked; -1 when a click hit no tensor.
+    operator_clicked(int)
+        Operator whose column the user clicked on the breadth curve or on empty chart area.
+    """
+
+    tensor_hovered = Signal(int)
+    tensor_selected = Signal(int)
+    operator_clicked = Signal(int)
+
+    def __init__(self, parent: QWidget | None = None):
+        super().__init__(parent)
+        self._analysis: Analysis | None = None
+        self._plan: Plan | None = None
+        self._model_name = "model"
+        self._subgraph = 0
+        self._color_mode = "kind"
+        self._min_held = 0
+        self._selected: int | None = None
+        self._hovered = -1
+        self._data: ChartData | None = None
+        self._chart: ChartPlot | None = None
+        self._overlays: list = []
+
+        self.view = pg.GraphicsLayoutWidget()
+        self.view.setBackground(THEME["background"])
+        self.view.scene().sigMouseMoved.connect(self._on_scene_mouse_moved)
+        self.view.scene().sigMouseClicked.connect(self._on_scene_mouse_clicked)
+        self.view.installEventFilter(self)
+        self.view.viewport().installEventFilter(self)
+        self.setFocusPolicy(Qt.FocusPolicy.StrongFocus)
+        lay = QVBoxLayout(self)
+        lay.setContentsMargins(0, 0, 0, 0)
+        lay.addWidget(self.view)
+
+    # --- API --------------------------------------------------------------------------------
+
+    def set_view(self, analysis: Analysis, plan: Plan, *, model_name: str = "model",
+                 subgraph: int = 0) -> None:
+        """Draw ``plan`` (a plan of ``analysis.problem()``); keeps colour mode and filter.
+
+        Raises
+        ------
+        viewer.errors.PlanningError
+            When ``plan`` has no offset for a tensor of ``analysis``.
+        """
+        same_shape = (
+            self._analysis is not None and analysis is not None
+            and self._analysis.num_ops == analysis.num_ops and self._chart is not None
+        )
+        ranges = self._chart.packing.viewRange() if same_shape else None
+        self._analysis, self._plan = analysis, plan
+        self._model_name, self._subgraph = model_name, subgraph
+        if self._selected is not None and analysis.usage(self._selected) is None:
+            self._selected = None
+        self._rebuild()
+        if ranges is not None and self._chart is not None:  # switching plans keeps the zoom
+            self._chart.packing.setXRange(*ranges[0], padding=0)
+
+    def clear(self) -> None:
+        """Show nothing."""
+        self._analysis = self._plan = None
+        self._data = self._chart = None
+        self._selected = None
+        self._overlays = []
+        self._hovered = -1
+        self.view.ci.clear()
+
+    def set_color_mode(self, mode: str) -> None:
+        """Colour rectangles by tensor kind (``"kind"``) or by producer op type (``"op"``).
+
+        Raises
+        ------
+        viewer.errors.UsageError
+            For another mode.
+        """
+        if mode not in COLOR_MODES:
+            from viewer.errors import UsageError
+
+            raise UsageError(f"unknown colour mode {mode!r}; use one of {', '.join(COLOR_MODES)}")
+        if mode == self._color_mode:
+            return
+        self._color_mode = mode
+        if self._analysis is not None:
+            ranges = self._chart.packing.viewRange() if self._chart else None
+            self._rebuild()
+            if ranges is not None and self._chart is not None:
+                self._chart.packing.setRange(xRange=ranges[0], yRange=ranges[1], padding=0)
+
+    def color_mode(self) -> str:
+        return self._color_mode
+
+    def set_min_held(self, n: int) -> None:
+        """Draw opaque only the tensors held across more than ``n`` operators; fade the rest."""
+        self._min_held = max(int(n), 0)
+        if self._chart is not None:
+            self._chart.item.set_faded(self._faded_mask())
+
+    def select_tensor(self, tensor: int | None) -> None:
+        """Highlight ``tensor`` (None or -1 clears): its rectangle, and the columns of its
+        producer (red) and consumers (purple). Emits nothing."""
+        if tensor is not None and tensor < 0:
+            tensor = None
+        self._selected = tensor
+        self._update_selection()
+
+    def selected_tensor(self) -> int | None:
+        return self._selected
+
+    def reset_view(self) -> None:
+        """Show every operator and the whole arena."""
+        if self._chart is not None:
+            self._chart.reset_view()
+
+    def rect_count(self) -> int:
+        """Rectangles drawn (one per planned tensor, in-place aliases included)."""
+        return 0 if self._chart is None else self._chart.item.rect_count()
+
+    def tensor_at(self, x: float, y: float) -> int | None:
+        """Tensor drawn at data point (``x`` operator units, ``y`` bytes), or None."""
+        return None if self._chart is None else self._chart.item.tensor_at(x, y)
+
+    def drawn_offsets(self) -> dict[int, int]:
+        """Tensor -> byte offset it is drawn at."""
+        return {} if self._data is None else self._data.offsets()
+
+    def widest_band(self) -> tuple[float, float]:
+        """x extent (operator units) of the widest-operator band; (0, 0) when empty."""
+        return (0.0, 0.0) if self._chart is None else self._chart.widest_band()
+
+    def chart_data(self) -> ChartData | None:
+        return self._data
+
+    def chart_plot(self) -> ChartPlot | None:
+        """The built chart (plots, item, lines), for the window and tests."""
+        return self._chart
+
+    def tooltip_text(self, tensor: int) -> str:
+        """The hover text of ``tensor``: name, shape, dtype, bytes, producer, consumers,
+        usage interval (inclusive operator indices) and offset."""
+        a, d = self._analysis, self._data
+        if a is None or d is None:
+            return ""
+        u = a.usage(tensor)
+        row = d.row_of(tensor)
+        if u is None or row is None:
+            return ""
+        sg = a.subgraph
+        if 0 <= tensor < len(sg.tensors):
+            t = sg.tensors[tensor]
+            shape = "x".join(str(s) for s in t.shape) or "scalar"
+            dtype = t.dtype
+        else:
+            shape, dtype = "-", "-"
+        prod = "-" if u.producer is None else f"#{u.producer} {a.op_name(u.producer)}"
+        if u.producer is None and str(d.producer_op[row]) != "-":
+            prod = str(d.producer_op[row])
+        cons = ", ".join(f"#{c} {a.op_name(c)}" for c in u.consumers[:6]) or "-"
+        if len(u.consumers) > 6:
+            cons += f", ... ({len(u.consumers)} in all)"
+        offset = int(d.y0[row])
+        lines = [
+            f"<b>{_esc(a.tensor_name(tensor))}</b> (tensor {tensor}, {u.kind})",
+            f"shape {shape}, {dtype}",
+            f"{format_bytes(u.nbytes, 2)} ({u.nbytes:,d} B)",
+            f"producer: {_esc(prod)}",
+            f"consumers: {_esc(cons)}",
+            f"interval: operators {u.first_op}..{u.last_op} ({u.held_ops} held)",
+            f"offset: {format_bytes(offset, 2)} ({offset:,d} B)",
+        ]
+        if u.alias_of is not None:
+            lines.append(f"in-place: shares the bytes of tensor {u.alias_of}")
+        return "<br>".join(lines)
+
+    def export(self, path: str, width: int, height: int) -> None:
+        """Write the chart as it is shown (colour mode, filter) to a PNG or SVG.
+
+        Raises
+        ------
+        viewer.errors.UsageError
+            Unknown suffix, bad size; or nothing is shown.
+        """
+        from viewer.errors import UsageError
+        from viewer.export.image import export_chart_data
+
+        if self._data is None:
+            raise UsageError(f"{path}: no chart to export (open a model first)")
+        export_chart_data(self._data, path, width=int(width), height=int(height),
+                          faded=self._faded_mask())
+
+    # --- building ---------------------------------------------------------------------------
+
+    def _faded_mask(self) -> np.ndarray | None:
+        if self._data is None or self._min_held <= 0:
+            return None
+        return self._data.held_ops <= self._min_held
+
+    def _rebuild(self) -> None:
+        self._overlays = []
+        self._data = build_chart_data(
+            self._analysis, self._plan, color_by=self._color_mode,
+            model_name=self._model_name, subgraph=self._subgraph,
+        )
+        self._chart = build_chart(self._data, self.view.ci)
+        self._chart.packing.setMenuEnabled(True)
+        if self._min_held > 0:
+            self._chart.item.set_faded(self._faded_mask())
+        self._update_selection()
+
+    def _update_selection(self) -> None:
+        chart, d, a = self._chart, self._data, self._analysis
+        if chart is None or d is None or a is None:
+            return
+        for plot_item, item in self._overlays:
+            plot_item.removeItem(item)
+        self._overlays = []
+        t = self._selected
+        row = None if t is None else d.row_of(t)
+        if row is None:
+            return
+        u = a.usage(t)
+        top = max(d.arena_bytes, d.lower_bound, 1) * 2
+        btop = max(int(d.breadth.max()) if len(d.breadth) else 0, d.lower_bound, 1) * 2
+        cols = []
+        if u is not None and u.producer is not None and u.producer >= 0:
+            cols.append((u.producer, PRODUCER_BRUSH))
+        if u is not None:
+            cols += [(c, CONSUMER_BRUSH) for c in u.consumers]
+        for brush in (PRODUCER_BRUSH, CONSUMER_BRUSH):
+            xs = np.array([c for c, b in cols if b is brush], dtype=np.float64)
+            if not len(xs):
+                continue
+            for plot_item, height in ((chart.packing, top), (chart.breadth, btop)):
+                bars = pg.BarGraphItem(x0=xs, x1=xs + 1, y0=np.zeros_like(xs),
+                                       y1=np.full_like(xs, height), brush=pg.mkBrush(brush),
+                                       pen=pg.mkPen(None))
+                bars.setZValue(-5)
+                plot_item.addItem(bars, ignoreBounds=True)
+                self._overlays.append((plot_item, bars))
+        outline = pg.BarGraphItem(
+            x0=[float(d.x0[row])], x1=[float(d.x1[row])], y0=[float(d.y0[row])],
+            y1=[float(max(d.y1[row], d.y0[row]))], brush=pg.mkBrush(None),
+            pen=pg.mkPen(SELECT_PEN, width=3),
+        )
+        outline.setZValue(30)
+        chart.packing.addItem(outline, ignoreBounds=True)
+        self._overlays.append((chart.packing, outline))
+
+    # --- mouse --------------------------------------------------------------------------------
+
+    def _data_point(self, scene_pos) -> tuple[str | None, float, float]:
+        """Which plot (``"packing"``/``"breadth"``/None) ``scene_pos`` is in, and its data coords."""
+        chart = self._chart
+        if chart is None:
+            return None, 0.0, 0.0
+        for name, plot in (("packing", chart.packing), ("breadth", chart.breadth)):
+            vb = plot.getViewBox()
+            if vb.sceneBoundingRect().contains(scene_pos):
+                p = vb.mapSceneToView(scene_pos)
+                return name, p.x(), p.y()
+        return None, 0.0, 0.0
+
+    def _on_scene_mouse_moved(self, scene_pos) -> None:
+        where, x, y = self._data_point(scene_pos)
+        t = self.tensor_at(x, y) if where == "packing" else None
+        t = -1 if t is None else t
+        if t != self._hovered:
+            self._hovered = t
+            self.tensor_hovered.emit(t)
+            if t >= 0:
+                QToolTip.showText(QCursor.pos(), self.tooltip_text(t), self.view)
+            else:
+                QToolTip.hideText()
+
+    def _on_scene_mouse_clicked(self, ev) -> None:
+        if ev.button() != Qt.MouseButton.LeftButton or self._data is None:
+            return
+        where, x, y = self._data_point(ev.scenePos())
+        if where is None:
+            return
+        op = int(np.floor(x))
+        if where == "packing":
+            t = self.tensor_at(x, y)
+            if t is not None:
+                self.select_tensor(t)
+                self.tensor_selected.emit(t)
+                return
+            if self._selected is not None:
+                self.select_tensor(None)
+                self.tensor_selected.emit(-1)
+        if 0 <= op < self._data.num_ops:
+            self.operator_clicked.emit(op)
+
+    # --- keyboard -------------------------------------------------------------------------------
+
+    def eventFilter(self, obj: QObject, event: QEvent) -> bool:
+        if event.type() == QEvent.Type.KeyPress and self._handle_key(event.key()):
+            return True
+        return super().eventFilter(obj, event)
+
+    def keyPressEvent(self, event) -> None:
+        if not self._handle_key(event.key()):
+            super().keyPressEvent(event)
+
+    def _handle_key(self, key: int) -> bool:
+        """+/- zoom, arrows pan, 0/Home reset. Returns True when the key was used."""
+        chart = self._chart
+        if chart is None:
+            return False
+        vb = chart.packing.getViewBox()
+        (x0, x1), (y0, y1) = vb.viewRange()
+        dx, dy = (x1 - x0) * PAN_STEP, (y1 - y0) * PAN_STEP
+        if key in (Qt.Key.Key_Plus, Qt.Key.Key_Equal):
+            vb.scaleBy((ZOOM_STEP, ZOOM_STEP))
+        elif key in (Qt.Key.Key_Minus, Qt.Key.Key_Underscore):
+            vb.scaleBy((1 / ZOOM_STEP, 1 / ZOOM_STEP))
+        elif key == Qt.Key.Key_Left:
+            vb.translateBy(x=-dx)
+        elif key == Qt.Key.Key_Right:
+            vb.translateBy(x=dx)
+        elif key == Qt.Key.Key_Up:
+            vb.translateBy(y=dy)
+        elif key == Qt.Key.Key_Down:
+            vb.translateBy(y=-dy)
+        elif key in (Qt.Key.Key_0, Qt.Key.Key_Home):
+            self.reset_view()
+        else:
+            return False
+        return True
+
+    def view_range(self) -> tuple[tuple[float, float], tuple[float, float]]:
+        """Visible ((x0, x1), (y0, y1)) of the packing plot, in operators and bytes."""
+        if self._chart is None:
+            return (0.0, 0.0), (0.0, 0.0)
+        (a, b), (c, e) = self._chart.packing.getViewBox().viewRange()
+        return (float(a), float(b)), (float(c), float(e))
+
+    def scene_pos_of(self, x: float, y: float) -> QPointF:
+        """Scene position of data point (x, y) of the packing plot (for tests and tours)."""
+        return self._chart.packing.getViewBox().mapViewToScene(QPointF(x, y))
+
+
+def _esc(s: str) -> str:
+    return s.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
