@@ -229,6 +229,8 @@ def _dims(shape) -> str:
 
 # -- the runtime -------------------------------------------------------------------------------
 _PREPARE_FAIL = re.compile(r"Node number (\d+) \(([^)]*)\) failed to prepare")
+#: Failures that say the runtime cannot run this model at all (not that it rejects the edit).
+_CANNOT_RUN = re.compile(r"unresolved custom op|Didn't find op|builtin_code out of range|is not supported", re.I)
 
 
 def _runtime_shapes(
@@ -247,16 +249,18 @@ def _runtime_shapes(
         mtime = os.stat(model.path).st_mtime_ns
     except OSError as e:
         return None, f"cannot open {model.path}: {e.strerror}"
-    key = tuple(sorted((int(t), tuple(int(d) for d in s)) for t, s in inputs.items()))
+    sg = model.subgraph(subgraph_index)
+    position = {t: k for k, t in enumerate(sg.inputs)}
+    key = tuple(sorted((int(t), position[t], tuple(int(d) for d in s)) for t, s in inputs.items()))
     ok, payload = _probe_cached(model.path, mtime, key, timeout)
     if ok:
         return {int(k): tuple(v) for k, v in payload.items()}, ""
     msg = str(payload)
     m = _PREPARE_FAIL.search(msg)
-    if m:
-        sg = model.subgraph(subgraph_index)
+    if m and not _CANNOT_RUN.search(msg):
         op = int(m.group(1))
         why = msg[: m.start()].strip().rstrip(".") or "prepare failed"
+        why = re.sub(r"^.*?(?:RuntimeError|ValueError):\s*", "", why)
         why = re.sub(r"^\S+\.(?:h|cc)(?::\d+)?\s+", "", why)
         t = sg.operators[op].outputs[0] if op < len(sg.operators) and sg.operators[op].outputs else -1
         tname = f" tensor {t} '{sg.tensors[t].name}'" if t >= 0 else ""
@@ -269,7 +273,8 @@ def _runtime_shapes(
 
 @functools.lru_cache(maxsize=64)
 def _probe_cached(path: str, mtime: int, inputs: tuple, timeout: float) -> tuple[bool, object]:
-    return _probe_subprocess(path, dict(inputs), timeout)
+    # inputs: ((tensor index, input position, shape), ...)
+    return _probe_subprocess(path, inputs, timeout)
 
 
 _PROBE_SCRIPT = r"""
@@ -296,13 +301,14 @@ except Exception as e:
 """
 
 
-def _probe_subprocess(path: str, inputs: dict, timeout: float) -> tuple[bool, object]:
-    """Thin adapter: run LiteRT in a subprocess (a crash there cannot take the viewer down).
+def _probe_subprocess(path: str, inputs: tuple, timeout: float) -> tuple[bool, object]:
+    """Run LiteRT in a subprocess (a crash there cannot take the viewer down).
 
-    Used until/unless :mod:`viewer.runtime.probe` provides ``probe_model``.
+    Uses :func:`viewer.runtime.probe.probe_model` when the runtime layer has it; otherwise (or
+    if its result has no shapes) a thin adapter of our own that only resizes and allocates.
     """
     try:
-        from viewer.runtime.probe import probe_model  # noqa: F401  (the colleague's probe)
+        from viewer.runtime.probe import probe_model
     except ImportError:
         probe_model = None
     if probe_model is not None:
@@ -310,7 +316,7 @@ def _probe_subprocess(path: str, inputs: dict, timeout: float) -> tuple[bool, ob
             return _probe_via_runtime(probe_model, path, inputs, timeout)
         except _ProbeApiMismatch:
             pass
-    req = json.dumps({"path": str(path), "inputs": [[int(t), list(s)] for t, s in inputs.items()]})
+    req = json.dumps({"path": str(path), "inputs": [[int(t), list(s)] for t, _, s in inputs]})
     try:
         r = subprocess.run(
             [sys.executable, "-c", _PROBE_SCRIPT, req],
@@ -335,17 +341,25 @@ class _ProbeApiMismatch(Exception):
     pass
 
 
-def _probe_via_runtime(probe_model, path: str, inputs: dict, timeout: float) -> tuple[bool, object]:
-    """Call the runtime layer's probe; raise _ProbeApiMismatch if its result lacks shapes."""
-    res = probe_model(path, 0, input_shapes={int(t): tuple(s) for t, s in inputs.items()}, timeout=timeout)
+def _probe_via_runtime(probe_model, path: str, inputs: tuple, timeout: float) -> tuple[bool, object]:
+    """Call the runtime layer's probe (input positions as keys); _ProbeApiMismatch if it lacks shapes."""
+    from viewer.errors import RuntimeProbeError
+
+    try:
+        res = probe_model(path, 0, input_shapes={int(k): tuple(s) for _, k, s in inputs}, timeout=timeout)
+    except RuntimeProbeError as e:
+        return False, " ".join(str(e).split())
     if not getattr(res, "ok", False):
         err = getattr(res, "error", None)
         if err is None:
             raise _ProbeApiMismatch()
         return False, " ".join(str(err).split())
-    shapes = getattr(res, "shapes", None)
-    if shapes is None:
+    tensors = getattr(res, "tensors", None)
+    if tensors is None:
         raise _ProbeApiMismatch()
-    if not isinstance(shapes, Mapping):
-        shapes = dict(enumerate(shapes))
-    return True, {int(k): tuple(int(d) for d in v) for k, v in shapes.items() if v is not None}
+    n = getattr(res, "num_model_tensors", None)
+    return True, {
+        int(t.id): tuple(int(d) for d in t.shape)
+        for t in tensors
+        if t.shape is not None and (n is None or t.id < n)
+    }
