@@ -94,8 +94,10 @@ class MainWindow(QMainWindow):
         self.setCentralWidget(self.chart)
         self.side = SidePanel(self)
         self.table = TensorTable(self)
-        self._add_dock("Summary", self.side, Qt.DockWidgetArea.RightDockWidgetArea, "side_dock")
-        self._add_dock("Tensors", self.table, Qt.DockWidgetArea.BottomDockWidgetArea, "table_dock")
+        side_dock = self._add_dock("Summary", self.side, Qt.DockWidgetArea.RightDockWidgetArea, "side_dock")
+        table_dock = self._add_dock("Tensors", self.table, Qt.DockWidgetArea.BottomDockWidgetArea, "table_dock")
+        self.resizeDocks([table_dock], [230], Qt.Orientation.Vertical)
+        self.resizeDocks([side_dock], [420], Qt.Orientation.Horizontal)
         self.whatif = None
         panel_cls = _optional("viewer.ui.whatif_panel", "WhatIfPanel")
         if panel_cls is not None:

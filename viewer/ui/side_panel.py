@@ -304,7 +304,7 @@ class SidePanel(QScrollArea):
         probe = resp.probe
         if probe is not None and getattr(probe, "ok", False):
             arena = int(getattr(probe, "arena_bytes", 0) or 0)
-            n_tmp = len(getattr(probe, "temporaries", ()) or ())
+            n_tmp = len(getattr(probe, "arena_temporaries", ()) or ())
             lb = resp.analysis.lower_bound_bytes
             text = (f"arena {_b(arena)}, {gap_pct(arena, lb):+.1f} % over the lower bound; "
                     f"{n_tmp} kernel temporaries measured and included in the analysis")

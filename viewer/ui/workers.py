@@ -22,8 +22,8 @@ from typing import Any, Callable, Mapping
 
 from PySide6.QtCore import QObject, QRunnable, QThreadPool, Signal
 
-from viewer.analysis.types import Analysis, Temporary
-from viewer.errors import PlanCancelled, ViewerError
+from viewer.analysis.types import Analysis
+from viewer.errors import PlanCancelled, RuntimeProbeError, ViewerError
 from viewer.model.types import Model
 from viewer.planning.registry import get_planner
 from viewer.planning.run import best_plan_name, default_planner_names, run_planners
@@ -175,7 +175,6 @@ def compute(
 
     probe = None
     measure_note = ""
-    temporaries: tuple[Temporary, ...] = ()
     edited = request.edits is not None and not request.edits.is_empty()
     if not request.measure:
         measure_note = "not measured (measurement is off)"
@@ -192,15 +191,25 @@ def compute(
             except ViewerError as e:
                 measure_note = f"not measured: {e}"
             else:
-                if getattr(probe, "ok", False):
-                    temporaries = tuple(getattr(probe, "temporaries", ()) or ())
-                else:
-                    measure_note = f"not measured: {getattr(probe, 'error', '') or 'the runtime failed'}"
+                if not getattr(probe, "ok", False):
+                    measure_note = f"not measured: {probe.error or 'the runtime failed'}"
     check()
 
     report(0.3, "analysing usage intervals")
-    prepared = prepare(model, request.subgraph, request.edits, temporaries=temporaries)
-    analysis = prepared.analysis
+    analysis = None
+    notes: tuple[str, ...] = ()
+    estimated = False
+    if probe is not None and probe.ok:
+        # The runtime's shapes (dynamic dimensions resolved) and its kernel temporaries.
+        try:
+            analysis = _probe_module().probe_analysis(model, probe)
+            notes = tuple(getattr(probe, "notes", ()) or ())
+        except ViewerError as e:
+            measure_note = f"measured, but the runtime's tensors do not match the file: {e}"
+            probe = None
+    if analysis is None:
+        prepared = prepare(model, request.subgraph, request.edits)
+        analysis, notes, estimated = prepared.analysis, tuple(prepared.notes), prepared.estimated
     check()
 
     names = list(request.planners) if request.planners is not None else default_planner_names()
@@ -215,15 +224,21 @@ def compute(
         )
     )
     best = best_plan_name(plans)
-    if probe is not None and getattr(probe, "ok", False):
+    if probe is not None and probe.ok:
         try:
-            plans[MEASURED] = _probe_module().measured_plan(probe)
+            measured = _probe_module().measured_plan(probe)
+            offsets = analysis.resolve_alias_offsets(measured.offsets)
+            missing = [u.tensor for u in analysis.usages if u.tensor not in offsets]
+            if missing:
+                raise RuntimeProbeError(
+                    f"{request.path}: the runtime placed no bytes for tensors {missing[:5]}")
+            plans[MEASURED] = measured
         except ViewerError as e:
-            measure_note = f"measured, but the runtime's offsets could not be read: {e}"
+            measure_note = f"measured, but the runtime's offsets cannot be drawn: {e}"
     report(1.0, "done")
     return AnalysisResponse(
         request, model, analysis, plans, best, probe, measure_note,
-        tuple(prepared.notes), prepared.estimated, time.perf_counter() - t0,
+        notes, estimated, time.perf_counter() - t0,
     )
 
 
