@@ -1,0 +1,120 @@
+"""PNG/SVG export: exact size, what is drawn, bad paths, and a headless run in a subprocess."""
+
+from __future__ import annotations
+
+import os
+import struct
+import subprocess
+import sys
+import xml.etree.ElementTree as ET
+from pathlib import Path
+
+import pytest
+
+from tests.export.test_chart_data import plan_of, synthetic_analysis
+from viewer.errors import UsageError
+from viewer.export.chart_data import KIND_COLORS
+from viewer.export.image import export_chart
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def png_size(path: Path) -> tuple[int, int]:
+    """Width and height from the PNG's IHDR chunk (no Qt needed)."""
+    head = path.read_bytes()[:24]
+    assert head[:8] == b"\x89PNG\r\n\x1a\n" and head[12:16] == b"IHDR"
+    return struct.unpack(">II", head[16:24])
+
+
+def count_color(path: Path, rgb, tol=6) -> int:
+    from PySide6.QtGui import QImage
+
+    img = QImage(str(path)).convertToFormat(QImage.Format.Format_RGB32)
+    import numpy as np
+
+    ptr = img.constBits()
+    arr = np.frombuffer(ptr, dtype=np.uint8, count=img.sizeInBytes()).reshape(
+        img.height(), img.bytesPerLine() // 4, 4)[:, : img.width(), :3]
+    bgr = np.array(rgb[::-1])
+    return int((np.abs(arr.astype(int) - bgr).max(axis=2) <= tol).sum())
+
+
+def test_png_has_the_requested_size_and_the_kind_colours(tmp_path, qapp):
+    a = synthetic_analysis()
+    out = export_chart(a, plan_of(a, "greedy_by_size"), tmp_path / "c.png", width=900,
+                       height=610, model_name="synthetic.tflite")
+    assert png_size(out) == (900, 610)
+    # Rectangles are filled with their kind's colour: the intermediates and the kernel temporary.
+    assert count_color(out, KIND_COLORS["intermediate"]) > 500
+    assert count_color(out, KIND_COLORS["temporary"]) > 50
+
+
+def test_svg_has_the_requested_size_and_viewbox(tmp_path, qapp):
+    a = synthetic_analysis()
+    out = export_chart(a, plan_of(a), tmp_path / "c.svg", width=1200, height=700,
+                       model_name="synthetic.tflite")
+    root = ET.parse(out).getroot()
+    assert root.get("width") == "1200px" and root.get("height") == "700px"
+    assert root.get("viewBox") == "0 0 1200 700"
+    text = out.read_text()
+    assert "synthetic.tflite — subgraph 0 — naive" in text  # the title
+    assert "lower bound" in text and "KiB" in text
+
+
+def test_svg_geometry_matches_the_png(tmp_path, qapp):
+    """The SVG renders to the same picture as the PNG (no rounding of the byte axis)."""
+    from PySide6.QtGui import QColor, QImage, QPainter
+    from PySide6.QtSvg import QSvgRenderer
+
+    a = synthetic_analysis()
+    plan = plan_of(a, "greedy_by_size")
+    png = export_chart(a, plan, tmp_path / "c.png", width=800, height=500)
+    svg = export_chart(a, plan, tmp_path / "c.svg", width=800, height=500)
+    img = QImage(800, 500, QImage.Format.Format_ARGB32)
+    img.fill(QColor("white"))
+    p = QPainter(img)
+    QSvgRenderer(str(svg)).render(p)
+    p.end()
+    img.save(str(tmp_path / "svg.png"))
+    want = count_color(png, KIND_COLORS["intermediate"])
+    got = count_color(tmp_path / "svg.png", KIND_COLORS["intermediate"])
+    assert want > 500 and abs(got - want) <= 0.05 * want
+
+
+@pytest.mark.parametrize(
+    "name, kwargs, match",
+    [
+        ("c.jpg", {}, "unknown image type"),
+        ("c", {}, "unknown image type"),
+        ("c.png", {"width": 10}, "width 10 px is out of range"),
+        ("nodir/c.png", {}, "does not exist"),
+    ],
+)
+def test_bad_output_is_a_usage_error_naming_the_file(tmp_path, name, kwargs, match):
+    a = synthetic_analysis()
+    with pytest.raises(UsageError, match=match) as e:
+        export_chart(a, plan_of(a), tmp_path / name, **kwargs)
+    assert str(tmp_path / name) in str(e.value)
+
+
+def test_headless_export_in_a_subprocess(tmp_path):
+    """No DISPLAY, no WAYLAND_DISPLAY, no QT_QPA_PLATFORM: export still works (offscreen)."""
+    env = {k: v for k, v in os.environ.items()
+           if k not in ("DISPLAY", "WAYLAND_DISPLAY", "QT_QPA_PLATFORM")}
+    env["PYTHONPATH"] = os.pathsep.join([str(ROOT), str(ROOT / "tests")])
+    code = (
+        "import sys, os\n"
+        "from tests.export.test_chart_data import plan_of, synthetic_analysis\n"
+        "from viewer.export.image import export_chart\n"
+        "a = synthetic_analysis()\n"
+        "export_chart(a, plan_of(a), sys.argv[1], width=640, height=480)\n"
+        "export_chart(a, plan_of(a), sys.argv[2], width=640, height=480)\n"
+        "print(os.environ['QT_QPA_PLATFORM'])\n"
+    )
+    png, svg = tmp_path / "h.png", tmp_path / "h.svg"
+    r = subprocess.run([sys.executable, "-c", code, str(png), str(svg)], cwd=ROOT, env=env,
+                       capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.strip() == "offscreen"
+    assert png_size(png) == (640, 480)
+    assert ET.parse(svg).getroot().get("viewBox") == "0 0 640 480"
