@@ -322,6 +322,10 @@ class _OutOfTime(Exception):
     pass
 
 
+class _TooManySets(Exception):
+    """The exact search met a set size with more than :data:`EXACT_LEVEL_CAP` sets."""
+
+
 def _search(
     g: _Graph,
     *,
@@ -338,7 +342,7 @@ def _search(
 
     Each set (bit mask) maps to ``[peak, inversions, live, ready]``; ``back`` remembers the set
     it came from and the operators run on the way. With ``width=None`` every set is kept
-    (exact); when a set size exceeds :data:`EXACT_LEVEL_CAP` the call returns None. With
+    (exact); when a set size exceeds :data:`EXACT_LEVEL_CAP` it raises ``_TooManySets``. With
     ``bound`` given, only steps whose breadth is <= bound are taken (a valid pruning when some
     order is known to reach ``bound``). Sets are ranked by (peak, inversions), or with
     ``by_moves`` by inversions alone (then ``bound`` should be the best peak: the result is the
@@ -351,6 +355,7 @@ def _search(
     Returns
     -------
     (peak, inversions, order, pruned, states) or None
+        None when no order keeps every step within ``bound`` (proof, when ``width`` is None).
     """
     n = g.n
     full = (1 << n) - 1
@@ -448,7 +453,7 @@ def _search(
                 back[s2] = (s, tuple(ops))
                 states += 1
                 if width is None and len(nb) > EXACT_LEVEL_CAP:
-                    return None
+                    raise _TooManySets
         buckets[k] = {}  # done with this size
     final = buckets[n].get(full)
     if final is None:
@@ -535,17 +540,17 @@ def reorder(
                   label="beam search (width 16)")
         if res is not None and res[0] < best_peak:
             best_peak, best_order = res[0], res[2]
-        # 2. Exact search over every executed-operator set, under that bound.
+        # 2. Exact search over every executed-operator set for a strictly smaller peak: finding
+        #    none proves the best order so far optimal.
         exact_deadline = time.perf_counter() + (deadline - time.perf_counter()) * 0.6
         try:
-            res = run(width=None, bound=best_peak, deadline=exact_deadline,
+            res = run(width=None, bound=best_peak - 1, deadline=exact_deadline,
                       progress_span=(0.1, 0.6), label="exact search")
-            if res is not None:
-                exact = True
-                stats["method"] = "exact"
-                if res[0] < best_peak:
-                    best_peak, best_order = res[0], res[2]
-        except _OutOfTime:
+            exact = True
+            stats["method"] = "exact"
+            if res is not None and res[0] < best_peak:
+                best_peak, best_order = res[0], res[2]
+        except (_OutOfTime, _TooManySets):
             pass
         # 3. Otherwise beam search of growing width.
         if not exact:
@@ -574,6 +579,8 @@ def reorder(
                 try:
                     res = run(width=width, bound=best_peak, deadline=deadline, by_moves=True,
                               progress_span=(0.9, 1.0), label="fewest moves")
+                except _TooManySets:
+                    continue
                 except _OutOfTime:
                     break
                 if res is not None and res[0] <= best_peak:
