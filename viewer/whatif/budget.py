@@ -290,3 +290,90 @@ def find_largest_square_side(
             return None
 
     return largest_square_resolution(arena_at, available_bytes, sides)
+
+
+# -- settings and the change vs baseline (for the GUI) ----------------------------------------
+@dataclass(frozen=True)
+class BudgetSettings:
+    """What the what-if panel's budget controls hold.
+
+    Attributes
+    ----------
+    limit_bytes : int or None
+        Device limit in bytes; None when no budget is set.
+    runtime_bytes : int
+        Runtime overhead estimate, bytes.
+    weights_mode : str
+        "copied" (counted) or "mapped" (shown, not counted).
+    """
+
+    limit_bytes: int | None = None
+    runtime_bytes: int = 0
+    weights_mode: str = "copied"
+
+    def report(self, *, arena_bytes: int, weights_bytes: int, batch: int = 1,
+               binding_op: int = -1, binding_op_name: str = "") -> BudgetReport | None:
+        """:func:`budget_report` with these settings; None when no limit is set."""
+        if self.limit_bytes is None:
+            return None
+        return budget_report(self.limit_bytes, arena_bytes=arena_bytes, weights_bytes=weights_bytes,
+                             runtime_bytes=self.runtime_bytes, batch=batch, weights_mode=self.weights_mode,
+                             binding_op=binding_op, binding_op_name=binding_op_name)
+
+
+def compare(baseline_analysis, baseline_plan, edited_analysis, edited_plan) -> dict:
+    """The change a what-if made: arena, lower bound, naive sum, and whether the widest operator moved.
+
+    Parameters
+    ----------
+    baseline_analysis, edited_analysis : viewer.analysis.types.Analysis
+    baseline_plan, edited_plan : viewer.planning.types.Plan or None
+        None leaves the arena figures out (``arena_*`` are None).
+
+    Returns
+    -------
+    dict
+        ``arena_before``, ``arena_after``, ``arena_delta`` (bytes, after - before),
+        ``arena_ratio`` (after / before, None when before is 0); the same four for
+        ``lower_bound_*`` and ``naive_*``; ``widest_before``/``widest_after`` (operator
+        indices, -1 for none), ``widest_before_op``/``widest_after_op`` (op names),
+        ``widest_moved`` (bool); ``lines`` (list of str, for display).
+    """
+    def four(key, before, after):
+        d = {f"{key}_before": before, f"{key}_after": after}
+        if before is None or after is None:
+            d.update({f"{key}_delta": None, f"{key}_ratio": None})
+        else:
+            d.update({f"{key}_delta": after - before, f"{key}_ratio": (after / before) if before else None})
+        return d
+
+    a0, a1 = baseline_analysis, edited_analysis
+    out: dict = {}
+    out.update(four("arena", baseline_plan.arena_bytes if baseline_plan else None,
+                    edited_plan.arena_bytes if edited_plan else None))
+    out.update(four("lower_bound", a0.lower_bound_bytes, a1.lower_bound_bytes))
+    out.update(four("naive", a0.naive_bytes, a1.naive_bytes))
+    w0, w1 = a0.widest_op, a1.widest_op
+    out.update({
+        "widest_before": w0, "widest_after": w1,
+        "widest_before_op": a0.op_name(w0) if w0 >= 0 else "",
+        "widest_after_op": a1.op_name(w1) if w1 >= 0 else "",
+        "widest_moved": w0 != w1,
+    })
+
+    def line(label, key):
+        b, a, d, r = (out[f"{key}_{s}"] for s in ("before", "after", "delta", "ratio"))
+        if b is None or a is None:
+            return None
+        rs = f" (x{r:.2f})" if r is not None else ""
+        sign = "+" if d >= 0 else "-"
+        return f"{label}: {format_bytes(b)} -> {format_bytes(a)}, {sign}{format_bytes(abs(d))}{rs}"
+
+    lines = [x for x in (line("tensor arena", "arena"), line("lower bound", "lower_bound"),
+                         line("naive sum", "naive")) if x]
+    if out["widest_moved"]:
+        lines.append(f"widest operator moved: {w0} {out['widest_before_op']} -> {w1} {out['widest_after_op']}")
+    else:
+        lines.append(f"widest operator unchanged: {w1} {out['widest_after_op']}")
+    out["lines"] = lines
+    return out
