@@ -47,8 +47,10 @@ SIDE_EFFECT_OPS = frozenset(
     }
 )
 
-#: Sets kept per level before the exact search gives way to beam search.
+#: Sets of one size before the exact search gives way to beam search.
 EXACT_LEVEL_CAP = 20_000
+#: Sets in all before the exact search gives way (bounds memory when there is no time limit).
+EXACT_TOTAL_CAP = 1_000_000
 #: Beam widths tried in turn while time remains.
 BEAM_WIDTHS = (8, 32, 128, 512, 2048)
 
@@ -323,7 +325,8 @@ class _OutOfTime(Exception):
 
 
 class _TooManySets(Exception):
-    """The exact search met a set size with more than :data:`EXACT_LEVEL_CAP` sets."""
+    """The exact search met more than :data:`EXACT_LEVEL_CAP` sets of one size, or
+    :data:`EXACT_TOTAL_CAP` in all."""
 
 
 def _search(
@@ -406,7 +409,10 @@ def _search(
                 key = lambda kv: (kv[1][1], kv[1][2])  # noqa: E731
             else:
                 key = lambda kv: (kv[1][0], kv[1][2], kv[1][1])  # noqa: E731
-            level = dict(sorted(level.items(), key=key)[:width])
+            ranked = sorted(level.items(), key=key)
+            for s_dropped, _ in ranked[width:]:
+                back.pop(s_dropped, None)
+            level = dict(ranked[:width])
         if k == n:
             break
         if time.perf_counter() > deadline:
@@ -452,7 +458,7 @@ def _search(
                 nb[s2] = [p2, i2, live2, ready2]
                 back[s2] = (s, tuple(ops))
                 states += 1
-                if width is None and len(nb) > EXACT_LEVEL_CAP:
+                if width is None and (len(nb) > EXACT_LEVEL_CAP or states > EXACT_TOTAL_CAP):
                     raise _TooManySets
         buckets[k] = {}  # done with this size
     final = buckets[n].get(full)
@@ -572,21 +578,18 @@ def reorder(
                     exact = True  # the beam never had to drop a set: this was exhaustive
                     stats["method"] = "exact"
                     break
-        # 4. Among orders reaching the best peak, the one closest to the original.
+        # 4. Among orders reaching the best peak, the one closest to the original: a beam
+        #    first (cheap), then the exact search when time remains.
         if best_order != list(identity):
-            widths = (None,) if exact else ()
-            for width in (*widths, 256):
+            for width in (256, None):
                 try:
                     res = run(width=width, bound=best_peak, deadline=deadline, by_moves=True,
                               progress_span=(0.9, 1.0), label="fewest moves")
                 except _TooManySets:
-                    continue
-                except _OutOfTime:
                     break
                 if res is not None and res[0] <= best_peak:
                     if moved_count(res[2]) < moved_count(best_order):
                         best_order = res[2]
-                    break
     except _OutOfTime:
         pass
 
