@@ -15,6 +15,7 @@ import pytest
 
 from conftest import shared_model
 from viewer.analysis.intervals import analyze
+from viewer.analysis.types import Temporary
 from viewer.errors import PlanCancelled, WhatIfError
 from viewer.model import dtypes
 from viewer.model.reader import load_model
@@ -116,6 +117,20 @@ def test_two_branches_known_optimum():
     assert res.exact
     assert res.saving_bytes == 90
     assert analyze(apply_order(sg, res.order)).lower_bound_bytes == 121
+
+
+def test_kernel_temporaries_move_with_their_operator():
+    sg = two_branches()
+    temps = [Temporary(6, 1, 50, "scratch of b1")]  # 50 B live only while op 1 runs
+    res = reorder(sg, temporaries=temps)
+    assert res.lower_bound_before == 1 + 100 + 100 + 50  # op 1 in file order
+    # Now branch b must run first (b1 b2 a1 a2 concat): op 1 then holds only x, b1 and its
+    # scratch; a2's step (x, b2, a1, a2 = 121) stays below.
+    assert res.order == (1, 3, 0, 2, 4)
+    assert res.lower_bound_after == 1 + 100 + 50
+    pos = res.order.index(1)
+    moved = analyze(apply_order(sg, res.order), temporaries=[Temporary(6, pos, 50)])
+    assert moved.lower_bound_bytes == res.lower_bound_after
 
 
 @pytest.mark.parametrize("seed", range(12))
