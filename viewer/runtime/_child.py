@@ -392,6 +392,9 @@ def _random_inputs(interp, seed: int = 0):
 
 
 def measure(path: str, runs: int, resolver: str) -> dict:
+    import numpy  # noqa: F401  (imported before the baseline, like the runtime itself)
+    from ai_edge_litert import interpreter  # noqa: F401
+
     base_status, base_roll = _status(), _smaps_rollup()
     f0 = _faults()
     t0 = time.perf_counter()
@@ -442,8 +445,17 @@ def measure(path: str, runs: int, resolver: str) -> dict:
         "seconds_load": t1 - t0,
         "seconds_first_run": t2 - t1,
         "seconds_later_runs": t3 - t2 if runs > 1 else None,
-        "num_threads": None,
+        "litert_version": _litert_version(),
     }
+
+
+def _litert_version() -> str | None:
+    try:
+        from importlib.metadata import version
+
+        return version("ai-edge-litert")
+    except Exception:
+        return None
 
 
 _OUT_FD = 1

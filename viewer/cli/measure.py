@@ -1,0 +1,118 @@
+"""``arena-viewer measure MODEL``: the real runtime's arena and a real process's memory.
+
+Runs LiteRT in fresh subprocesses: one reads the tensor arena back (offsets, kernel temporaries)
+and replays it with the ``litert`` planner; one runs N invocations without delegates and one with
+the default XNNPACK delegate, each reporting VmHWM, Rss/Pss split and page faults; then suggests
+cgroup v2 limits. A crash, hang or failure of the runtime is one line on stderr and exit 2.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+
+from viewer.errors import UsageError
+from viewer.units import format_bytes
+
+
+def add_parser(sub) -> None:
+    p = sub.add_parser(
+        "measure",
+        help="run the model in LiteRT (subprocess): measured arena, temporaries, VmHWM, Rss/Pss, "
+             "page faults, with and without XNNPACK; cgroup limits",
+        description="Run MODEL in LiteRT in fresh subprocesses: read back the runtime's tensor "
+        "arena (offsets, kernel temporaries) and replay it with the litert planner; then run N "
+        "invocations on random inputs, without delegates and with the default XNNPACK delegate, "
+        "and report VmHWM, Rss, Pss_Anon, Pss_File, page faults (first run and later runs) and "
+        "suggested cgroup v2 memory.max / memory.high / memory.min. Sizes in bytes.",
+    )
+    p.add_argument("model", metavar="MODEL", help="a .tflite model")
+    p.add_argument("--runs", type=int, default=3, metavar="N",
+                   help="invocations per process (default 3; the first is reported apart)")
+    p.add_argument("--timeout", type=float, default=120.0, metavar="S",
+                   help="seconds before a runtime process is killed (default 120)")
+    p.add_argument("--no-xnnpack", action="store_true", help="skip the run with XNNPACK")
+    p.add_argument("--json", action="store_true", help="print one JSON object instead of a table")
+    p.set_defaults(run=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    from viewer.runtime.measure import measure_report
+
+    if args.runs < 1:
+        raise UsageError(f"--runs {args.runs}: need at least 1 invocation")
+    if not args.timeout > 0:
+        raise UsageError(f"--timeout {args.timeout:g}: need a positive number of seconds")
+    report = measure_report(args.model, args.runs, args.timeout, xnnpack=not args.no_xnnpack)
+    if args.json:
+        json.dump(report, sys.stdout, indent=1)
+        sys.stdout.write("\n")
+        return 0
+    _print_table(report)
+    return 0
+
+
+def _b(n) -> str:
+    if n is None:
+        return "n/a"
+    return f"{n:>12,d} B  ({format_bytes(n)})"
+
+
+def _n(n) -> str:
+    return "n/a" if n is None else f"{n:,d}"
+
+
+def _print_table(r: dict) -> None:
+    w = sys.stdout.write
+    w(f"model: {r['model']}   runs per process: {r['runs']}\n\n")
+    w("LiteRT tensor arena (allocate_tensors, no delegates)\n")
+    w(f"  arena (measured)          {_b(r['arena_bytes'])}\n")
+    rp = r["replay"]
+    verdict = ("exact: same size, every offset equal" if rp.get("exact")
+               else f"{len(rp['mismatched_tensors'] or [])} tensors differ" if rp.get("exact") is False
+               else "not run")
+    w(f"  litert planner replay     {_b(rp.get('arena_bytes'))}   {verdict}\n")
+    w(f"  persistent / dynamic      {_b(r['persistent_bytes'])}   (outside the arena)\n")
+    temps = r["temporaries"]
+    w(f"  kernel temporaries        {len(temps)}\n")
+    for t in temps:
+        where = "arena" if t["in_arena"] else "outside"
+        w(f"    tensor {t['id']:>5}  op #{t['op']:<4} {t['op_name']:<22} {_b(t['bytes'])}  {where}\n")
+    w("\n")
+    rows = [
+        ("VmHWM (high-water mark)", "vmhwm_bytes", _b),
+        ("Rss", "rss_bytes", _b),
+        ("Pss_Anon", "pss_anon_bytes", _b),
+        ("Pss_File", "pss_file_bytes", _b),
+        ("Anonymous", "anonymous_bytes", _b),
+        ("model file mapped (Rss)", "model_mapping_rss_bytes", _b),
+        ("minor faults, load", "minor_faults_load", _n),
+        ("minor faults, first run", "minor_faults_first_run", _n),
+        ("minor faults, later runs", "minor_faults_later_runs", _n),
+        ("major faults, first run", "major_faults_first_run", _n),
+        ("major faults, later runs", "major_faults_later_runs", _n),
+    ]
+    p, x = r["process"], r["xnnpack"]
+    w(f"{'process':<26} {'no delegates':>32}   {'XNNPACK':>32}\n")
+    for label, key, fmt in rows:
+        w(f"  {label:<24} {fmt(p.get(key)):>32}   {fmt(x.get(key)):>32}\n")
+    base = p.get("baseline") or {}
+    w(f"  {'baseline (LiteRT imported)':<24} {_b(base.get('vmhwm_bytes')):>32}\n")
+    for sec, name in ((p, "no delegates"), (x, "XNNPACK")):
+        if sec.get("error"):
+            w(f"  {name}: {sec['error']}\n")
+    s = r["split"]
+    w("\nsplit (no delegates)\n")
+    w(f"  file-backed weights       {_b(s['weights_file_backed_bytes'])}\n")
+    w(f"  anonymous added by model  {_b(s['anonymous_added_by_model_bytes'])}\n")
+    w(f"    of which tensor arena   {_b(s['arena_bytes'])}\n")
+    w(f"    beyond the arena        {_b(s['anonymous_beyond_arena_bytes'])}\n")
+    c = r["cgroup"]
+    w("\ncgroup v2\n")
+    for k in ("memory_max", "memory_high", "memory_min"):
+        w(f"  {k.replace('_', '.'):<12} {_b(c[k])}\n    {c['why'][k]}\n")
+    if r["notes"]:
+        w("\nnotes\n")
+        for note in r["notes"]:
+            w(f"  - {note}\n")
