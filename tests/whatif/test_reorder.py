@@ -463,3 +463,19 @@ def test_traffic_model_reorder_lowers_the_measured_arena(tmp_path):
     assert after >= res.lower_bound_after  # the runtime cannot beat the lower bound
     # Everything but the operator order is byte-for-byte the same: the file keeps its size.
     assert out.stat().st_size == src.stat().st_size
+
+
+@pytest.mark.shared
+def test_reordering_a_while_body_subgraph_runs_the_same(tmp_path):
+    """Subgraph 2 of a WHILE model (its body: three independent ops) reversed; the rest untouched."""
+    src = shared_model("litert_testdata_multi_subgraphs_while.tflite")
+    model = load_model(src)
+    body = model.subgraphs[2]
+    order = (2, 1, 0)
+    apply_order(body, order)
+    out = tmp_path / "body_reversed.tflite"
+    write_reordered(src, out, 2, order)
+    assert_same_outputs(run_model(src), run_model(out))
+    new = load_model(out)
+    assert [o.outputs for o in new.subgraphs[2].operators] == [body.operators[i].outputs for i in order]
+    assert new.subgraphs[0] == model.subgraphs[0] and new.subgraphs[1] == model.subgraphs[1]
