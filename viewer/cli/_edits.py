@@ -1,8 +1,8 @@
 """What-if flags shared by ``plan``, ``check`` and ``export``.
 
 ``add_edit_args(parser)`` adds ``--input-shape [NAME=]1x512x512x3`` (repeatable), ``--batch N``,
-``--activation-dtype float32|float16|bfloat16|int8`` and ``--tensor-dtype ID=DTYPE``
-(repeatable); ``edits_from_args(args)`` turns them into a :class:`~viewer.whatif.edits.WhatIfEdits`.
+``--activation-dtype float32|float16|bfloat16|int8``, ``--tensor-dtype ID=DTYPE`` (repeatable)
+and ``--rescale-fixed-sizes``; ``edits_from_args(args)`` turns them into a :class:`~viewer.whatif.edits.WhatIfEdits`.
 """
 
 from __future__ import annotations
@@ -32,6 +32,11 @@ def add_edit_args(parser: argparse.ArgumentParser) -> None:
         "--activation-dtype", default=None, metavar="DTYPE",
         help=f"store every non-constant float tensor as DTYPE ({'|'.join(ACTIVATION_DTYPES)}); "
         "a storage what-if, weights untouched",
+    )
+    g.add_argument(
+        "--rescale-fixed-sizes", action="store_true",
+        help="with --input-shape: also rescale sizes baked in at the original resolution (fixed "
+        "RESHAPE targets, RESIZE sizes, global pooling windows), as a re-export would; shapes estimated",
     )
     g.add_argument(
         "--tensor-dtype", action="append", default=[], metavar="ID=DTYPE",
@@ -96,4 +101,8 @@ def edits_from_args(args: argparse.Namespace) -> WhatIfEdits:
                 f"--tensor-dtype {item!r}: use ID=DTYPE with a tensor index and a dtype such as float16 or int8"
             )
         tdt[int(idx)] = dt
-    return WhatIfEdits(input_shapes=shapes, batch=batch, activation_dtype=act, tensor_dtypes=tdt)
+    rescale = bool(getattr(args, "rescale_fixed_sizes", False))
+    if rescale and not shapes:
+        raise UsageError("--rescale-fixed-sizes needs --input-shape")
+    return WhatIfEdits(input_shapes=shapes, batch=batch, activation_dtype=act, tensor_dtypes=tdt,
+                       rescale_fixed_sizes=rescale)

@@ -99,7 +99,7 @@ def apply_edits(
                 f"input '{sg.tensors[t].name}' resized {_dims(sg.tensors[t].shape)} -> {_dims(s)}"
             )
         runtime_shapes, why = None, ""
-        if shape_source == "auto":
+        if shape_source == "auto" and not edits.rescale_fixed_sizes:
             runtime_shapes, why = _runtime_shapes(model, subgraph_index, new_inputs, timeout)
         if runtime_shapes is not None:
             for i, s in runtime_shapes.items():
@@ -110,12 +110,20 @@ def apply_edits(
             from viewer.model.constants import small_int_constants
 
             consts = small_int_constants(model.path, subgraph_index)
-            shapes = infer_shapes(sg, new_inputs, constants=consts, source=model.path)
+            rescaled: list[str] = []
+            shapes = infer_shapes(sg, new_inputs, constants=consts, source=model.path,
+                                  rescale_fixed_sizes=edits.rescale_fixed_sizes, report=rescaled)
             estimated = True
             notes.append(
                 "shapes estimated by our own inference"
                 + (f" (the runtime could not run the model: {why})" if why else "")
             )
+            if edits.rescale_fixed_sizes:
+                notes.append(
+                    "fixed sizes rescaled as if the model were re-exported at the new resolution"
+                    + (f": {len(rescaled)} operator(s)" if rescaled else ": none needed")
+                )
+                notes.extend(rescaled)
     tensors = [_retensor(t, shapes[t.index]) for t in sg.tensors]
     tensors = _apply_dtypes(model, sg, tensors, edits, notes)
     out = dataclasses.replace(sg, tensors=tuple(tensors))

@@ -28,12 +28,18 @@ class WhatIfEdits:
         (float32, float16, bfloat16, int8). Weights are untouched.
     tensor_dtypes : Mapping[int, str]
         Per-tensor storage override (tensor index -> dtype), applied after ``activation_dtype``.
+    rescale_fixed_sizes : bool
+        With a resize: also rescale spatial sizes baked into the model (fixed RESHAPE targets,
+        constant RESIZE sizes, global pooling windows) as a re-export at the new resolution
+        would. Shapes then come from our own inference (``estimated``), since the model as
+        stored cannot take the resize in the runtime.
     """
 
     input_shapes: Mapping[str | int, tuple[int, ...]] = field(default_factory=dict, hash=False)
     batch: int | None = None
     activation_dtype: str | None = None
     tensor_dtypes: Mapping[int, str] = field(default_factory=dict, hash=False)
+    rescale_fixed_sizes: bool = False
 
     def is_empty(self) -> bool:
         return not (self.input_shapes or self.batch or self.activation_dtype or self.tensor_dtypes)

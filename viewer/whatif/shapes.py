@@ -68,6 +68,8 @@ def infer_shapes(
     *,
     constants: Mapping[int, np.ndarray] | None = None,
     source: str = "",
+    rescale_fixed_sizes: bool = False,
+    report: list[str] | None = None,
 ) -> dict[int, Shape]:
     """Propagate new graph-input shapes through ``subgraph``.
 
@@ -83,6 +85,14 @@ def infer_shapes(
         PAD's paddings, RESIZE's size, MEAN's axes, SLICE/STRIDED_SLICE bounds, TRANSPOSE's perm.
     source : str
         The model file, put at the start of error messages.
+    rescale_fixed_sizes : bool
+        Also rescale spatial sizes baked into the model at its original resolution, as a
+        converter re-exporting the model at the new resolution would: a RESHAPE's fixed target,
+        a RESIZE's constant size (each dimension mapped through the old -> new spatial sizes
+        already seen, e.g. 16 -> 32), and a pooling window that covered its whole input (a
+        global pool). Off by default: the model as it is rejects such a resize.
+    report : list of str, optional
+        When given, one line is appended per operator whose fixed sizes were rescaled.
 
     Returns
     -------
@@ -106,14 +116,20 @@ def infer_shapes(
             changed.add(t)
         shapes[t] = s
     prefix = f"{source}: " if source else ""
+    rescale = _Rescale(subgraph, report) if rescale_fixed_sizes else None
+    if rescale is not None:
+        for t in input_shapes:
+            rescale.learn(t, shapes[t])
     for op in subgraph.operators:
         ins = [i for i in op.inputs if i >= 0]
         touched = any(i in changed for i in ins)
+        if rescale is not None and op.op_name in RESIZE_OPS:
+            touched = True  # a constant size may need rescaling though its input kept its shape
         try:
             if not touched:
                 _propagate_values(op, shapes, values, changed)
                 continue
-            new = _infer_op(op, shapes, values)
+            new = _infer_op(op, shapes, values, rescale)
         except _Fail as e:
             t = e.tensor if e.tensor is not None else (op.outputs[0] if op.outputs else None)
             tname = f" tensor {t} '{subgraph.tensors[t].name}'" if t is not None and t >= 0 else ""
@@ -137,6 +153,8 @@ def infer_shapes(
                 changed.add(t)
                 values.pop(t, None)
             shapes[t] = s
+            if rescale is not None:
+                rescale.learn(t, s)
         _propagate_values(op, shapes, values, changed)
     return shapes
 
@@ -239,7 +257,40 @@ def _strided_slice(op: Operator, shp: Shape, begin, end, strides) -> Shape:
     return tuple(out)
 
 
-def _infer_op(op: Operator, shapes: Mapping[int, Shape], values: Mapping[int, np.ndarray]) -> list[Shape]:
+class _Rescale:
+    """Old -> new spatial sizes seen so far (H and W of rank-4 tensors), for rescaling fixed sizes."""
+
+    def __init__(self, subgraph: Subgraph, report: list[str] | None):
+        self.orig = {t.index: tuple(t.shape) for t in subgraph.tensors}
+        self.size_map: dict[int, int] = {}
+        self.ambiguous: set[int] = set()
+        self.report = report
+
+    def learn(self, t: int, new: Shape) -> None:
+        old = self.orig[t]
+        if len(old) != 4 or len(new) != 4:
+            return
+        for k in (1, 2):
+            o, n = int(old[k]), int(new[k])
+            if o <= 1 or o == n:
+                continue
+            if self.size_map.setdefault(o, n) != n:
+                self.ambiguous.add(o)
+
+    def map(self, d: int) -> int:
+        d = int(d)
+        if d in self.ambiguous:
+            raise _Fail(f"fixed size {d} maps to several new sizes; cannot rescale it")
+        return self.size_map.get(d, d)
+
+    def note(self, op: Operator, what: str, old, new) -> None:
+        if self.report is not None and list(old) != list(new):
+            self.report.append(f"operator {op.index} ({op.op_name}): fixed {what} {list(old)} rescaled to {list(new)}")
+
+
+def _infer_op(
+    op: Operator, shapes: Mapping[int, Shape], values: Mapping[int, np.ndarray], rescale: _Rescale | None = None
+) -> list[Shape]:
     """Output shapes of ``op`` given the current ``shapes``; raises _Fail."""
     name = op.op_name
     ins = op.inputs
@@ -277,6 +328,11 @@ def _infer_op(op: Operator, shapes: Mapping[int, Shape], values: Mapping[int, np
             raise _Fail(f"input has rank {len(s0)}, expected 4 (NHWC)", ins[0])
         pad = _padding(op)
         fh, fw = _opt(op, "filter_height", 1), _opt(op, "filter_width", 1)
+        if rescale is not None:
+            o = rescale.orig[ins[0]]
+            if len(o) == 4 and (fh, fw) == (o[1], o[2]) and (fh, fw) != (s0[1], s0[2]):
+                rescale.note(op, "global pooling window", (fh, fw), (s0[1], s0[2]))
+                fh, fw = s0[1], s0[2]
         oh = _out_size(s0[1], fh, _opt(op, "stride_h", 1), 1, pad)
         ow = _out_size(s0[2], fw, _opt(op, "stride_w", 1), 1, pad)
         if oh <= 0 or ow <= 0:
@@ -304,6 +360,10 @@ def _infer_op(op: Operator, shapes: Mapping[int, Shape], values: Mapping[int, np
         return [tuple(int(d + a + b) for d, (a, b) in zip(s0, pads))]
     if name in RESIZE_OPS:
         size = np.ravel(_value(values, ins[1], "size"))
+        if rescale is not None:
+            new_size = [rescale.map(d) for d in size[:2]]
+            rescale.note(op, "size", size[:2].tolist(), new_size)
+            size = new_size
         return [(s0[0], int(size[0]), int(size[1]), s0[3])]
     if name == "RESHAPE":
         target = None
@@ -316,6 +376,11 @@ def _infer_op(op: Operator, shapes: Mapping[int, Shape], values: Mapping[int, np
             if ns is None:
                 raise _Fail(f"the value of its shape input (tensor {ins[1] if len(ins) > 1 else -1}) is not known")
             target = list(ns)
+        n_in = int(np.prod(s0)) if s0 else 1
+        if rescale is not None and -1 not in target and int(np.prod(target) if target else 1) != n_in:
+            new_t = [d if k in (0, len(target) - 1) else rescale.map(d) for k, d in enumerate(target)]
+            rescale.note(op, "new shape", target, new_t)
+            target = new_t
         return [_reshape(s0, target, out0)]
     if name == "SQUEEZE":
         dims = _opt(op, "squeeze_dims", ()) or ()
