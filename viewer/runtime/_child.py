@@ -243,7 +243,11 @@ def _resize_inputs(interp, input_shapes: dict) -> list[dict]:
 
 
 def _hook(stage: str) -> None:
-    """Test hooks, set by tests through ARENA_VIEWER_CHILD_HOOK=<action>[@stage]."""
+    """Test hooks, set by tests through ARENA_VIEWER_CHILD_HOOK=<action>[@stage].
+
+    action: segv, kill, hang, raise, garbage; stage: start, loaded (default), allocated (both
+    modes) or measured (the measuring child only).
+    """
     spec = os.environ.get("ARENA_VIEWER_CHILD_HOOK", "")
     if not spec:
         return
@@ -402,6 +406,7 @@ def measure(path: str, runs: int, resolver: str) -> dict:
     _hook("loaded")
     interp.allocate_tensors()
     _hook("allocated")
+    _hook("measured")
     f1 = _faults()
     t1 = time.perf_counter()
     after_alloc = _status()
