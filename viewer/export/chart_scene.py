@@ -21,6 +21,35 @@ from pyqtgraph.Qt import QtCore, QtGui
 from viewer.export.chart_data import ChartData
 from viewer.units import format_bytes
 
+def _pin_none_refcount() -> bool:
+    """Work around a binding bug: PySide6 6.12.0 on CPython 3.11 drops a reference to ``None``
+    on every call of a void C++ method (``QRect.setWidth``, ``QPainter.setPen``...). ``None``
+    starts with a few thousand references, so a few thousand paint calls later the process
+    aborts with "Fatal Python error: none_dealloc". When that bug is detected, ``None`` gets
+    2**40 extra references (it is immortal from CPython 3.12 on, where nothing is needed).
+
+    Returns True when the work-around was applied.
+    """
+    import sys
+
+    if sys.version_info >= (3, 12):
+        return False
+    r = QtCore.QRect()
+    before = sys.getrefcount(None)
+    for _ in range(8):
+        r.setWidth(1)
+    if sys.getrefcount(None) >= before:
+        return False  # a fixed binding
+    import ctypes
+
+    refcnt = ctypes.c_ssize_t.from_address(id(None))
+    if refcnt.value < (1 << 40):
+        refcnt.value += 1 << 40
+    return True
+
+
+NONE_REFCOUNT_PINNED = _pin_none_refcount()
+
 #: Colours of everything but the rectangles (light theme, also used for export).
 THEME = {
     "background": (255, 255, 255),
@@ -80,6 +109,10 @@ class PackingItem(pg.GraphicsObject):
     def rect_count(self) -> int:
         """Rectangles painted (one per planned tensor)."""
         return sum(len(g[2]) for g in self._groups)
+
+    def faded_count(self) -> int:
+        """Rectangles drawn faded (filtered out by the held-operators filter)."""
+        return 0 if self._faded is None else int(self._faded.sum())
 
     def tensor_at(self, x: float, y: float) -> int | None:
         """Tensor whose rectangle contains data point (x, y); the topmost when several do.

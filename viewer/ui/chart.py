@@ -256,8 +256,9 @@ class PackingChart(QWidget):
         if row is None:
             return
         u = a.usage(t)
-        top = max(d.arena_bytes, d.lower_bound, 1) * 2
-        btop = max(int(d.breadth.max()) if len(d.breadth) else 0, d.lower_bound, 1) * 2
+        ys, bs = chart.y_scale, chart.breadth_scale  # bytes per scene unit
+        top = max(d.arena_bytes, d.lower_bound, 1) * 2 / ys
+        btop = max(int(d.breadth.max()) if len(d.breadth) else 0, d.lower_bound, 1) * 2 / bs
         cols = []
         if u is not None and u.producer is not None and u.producer >= 0:
             cols.append((u.producer, PRODUCER_BRUSH))
@@ -275,8 +276,8 @@ class PackingChart(QWidget):
                 plot_item.addItem(bars, ignoreBounds=True)
                 self._overlays.append((plot_item, bars))
         outline = pg.BarGraphItem(
-            x0=[float(d.x0[row])], x1=[float(d.x1[row])], y0=[float(d.y0[row])],
-            y1=[float(max(d.y1[row], d.y0[row]))], brush=pg.mkBrush(None),
+            x0=[float(d.x0[row])], x1=[float(d.x1[row])], y0=[float(d.y0[row]) / ys],
+            y1=[float(d.y1[row]) / ys], brush=pg.mkBrush(None),
             pen=pg.mkPen(SELECT_PEN, width=3),
         )
         outline.setZValue(30)
@@ -286,15 +287,17 @@ class PackingChart(QWidget):
     # --- mouse --------------------------------------------------------------------------------
 
     def _data_point(self, scene_pos) -> tuple[str | None, float, float]:
-        """Which plot (``"packing"``/``"breadth"``/None) ``scene_pos`` is in, and its data coords."""
+        """Which plot (``"packing"``/``"breadth"``/None) ``scene_pos`` is in, and its data
+        coordinates (x in operators, y in bytes)."""
         chart = self._chart
         if chart is None:
             return None, 0.0, 0.0
-        for name, plot in (("packing", chart.packing), ("breadth", chart.breadth)):
+        for name, plot, scale in (("packing", chart.packing, chart.y_scale),
+                                  ("breadth", chart.breadth, chart.breadth_scale)):
             vb = plot.getViewBox()
             if vb.sceneBoundingRect().contains(scene_pos):
                 p = vb.mapSceneToView(scene_pos)
-                return name, p.x(), p.y()
+                return name, p.x(), p.y() * scale
         return None, 0.0, 0.0
 
     def _on_scene_mouse_moved(self, scene_pos) -> None:
@@ -370,11 +373,13 @@ class PackingChart(QWidget):
         if self._chart is None:
             return (0.0, 0.0), (0.0, 0.0)
         (a, b), (c, e) = self._chart.packing.getViewBox().viewRange()
-        return (float(a), float(b)), (float(c), float(e))
+        ys = self._chart.y_scale
+        return (float(a), float(b)), (float(c) * ys, float(e) * ys)
 
     def scene_pos_of(self, x: float, y: float) -> QPointF:
-        """Scene position of data point (x, y) of the packing plot (for tests and tours)."""
-        return self._chart.packing.getViewBox().mapViewToScene(QPointF(x, y))
+        """Scene position of data point (x operators, y bytes) of the packing plot."""
+        vb = self._chart.packing.getViewBox()
+        return vb.mapViewToScene(QPointF(x, y / self._chart.y_scale))
 
 
 def _esc(s: str) -> str:

@@ -1,0 +1,172 @@
+"""PackingChart: one rectangle per planned tensor, widest band, hover/click, plans, keys, export."""
+
+from __future__ import annotations
+
+import struct
+
+import numpy as np
+import pytest
+from PySide6.QtCore import QPoint, Qt
+
+from conftest import shared_model
+from tests.export.test_chart_data import plan_of, synthetic_analysis
+from viewer.ui.chart import PackingChart
+
+
+@pytest.fixture
+def chart(qtbot):
+    w = PackingChart()
+    qtbot.addWidget(w)
+    w.resize(1000, 700)
+    w.show()
+    qtbot.waitExposed(w)
+    return w
+
+
+def _view_point(chart: PackingChart, x: float, y: float) -> QPoint:
+    """Widget (viewport) position of data point (x operators, y bytes) in the packing plot."""
+    return chart.view.mapFromScene(chart.scene_pos_of(x, y))
+
+
+def _breadth_point(chart: PackingChart, x: float) -> QPoint:
+    from PySide6.QtCore import QPointF
+
+    plot = chart.chart_plot().breadth
+    y = float(np.mean(plot.getViewBox().viewRange()[1]))
+    return chart.view.mapFromScene(plot.getViewBox().mapViewToScene(QPointF(x, y)))
+
+
+def test_one_rectangle_per_planned_tensor_and_widest_band(chart, qtbot):
+    a = synthetic_analysis()
+    chart.set_view(a, plan_of(a, "greedy_by_size"), model_name="synthetic.tflite", subgraph=0)
+    assert chart.rect_count() == len(a.usages) == 6
+    assert chart.widest_band() == (float(a.widest_op), float(a.widest_op + 1))
+    assert int(np.argmax(a.breadth)) == a.widest_op == 1
+
+
+def test_hover_and_click_resolve_to_the_tensor_under_the_mouse(chart, qtbot):
+    a = synthetic_analysis()
+    plan = plan_of(a, "greedy_by_size")
+    chart.set_view(a, plan, model_name="synthetic.tflite", subgraph=0)
+    qtbot.wait(50)
+    # Tensor 1 ("a", 2048 B) spans operators 0..2: aim at its middle.
+    u = a.usage(1)
+    x, y = 1.5, plan.offsets[1] + u.nbytes / 2
+    assert chart.tensor_at(x, y) == 1
+    with qtbot.waitSignal(chart.tensor_hovered, timeout=2000) as hovered:
+        qtbot.mouseMove(chart.view.viewport(), _view_point(chart, x, y))
+    assert hovered.args == [1]
+    tip = chart.tooltip_text(1)
+    for part in ("<b>a</b>", "1x8x8x8", "float32", "2.00 KiB", "#0 CONV_2D",
+                 "#1 DEPTHWISE_CONV_2D", "#2 ADD", "operators 0..2", "offset"):
+        assert part in tip
+    with qtbot.waitSignal(chart.tensor_selected, timeout=2000) as selected:
+        qtbot.mouseClick(chart.view.viewport(), Qt.MouseButton.LeftButton,
+                         pos=_view_point(chart, x, y))
+    assert selected.args == [1]
+    assert chart.selected_tensor() == 1
+    # Producer column plus two consumer columns, in both plots, plus the outline.
+    assert len(chart._overlays) == 2 * 2 + 1
+
+
+def test_click_on_empty_area_or_breadth_curve_emits_the_operator(chart, qtbot):
+    a = synthetic_analysis()
+    plan = plan_of(a, "greedy_by_size")
+    chart.set_view(a, plan, model_name="synthetic.tflite", subgraph=0)
+    qtbot.wait(50)
+    top = plan.arena_bytes * 1.08  # above every rectangle, below the title annotation
+    assert chart.tensor_at(2.5, top) is None
+    with qtbot.waitSignal(chart.operator_clicked, timeout=2000) as clicked:
+        qtbot.mouseClick(chart.view.viewport(), Qt.MouseButton.LeftButton,
+                         pos=_view_point(chart, 2.5, top))
+    assert clicked.args == [2]
+    with qtbot.waitSignal(chart.operator_clicked, timeout=2000) as clicked:
+        qtbot.mouseClick(chart.view.viewport(), Qt.MouseButton.LeftButton,
+                         pos=_breadth_point(chart, 3.5))
+    assert clicked.args == [3]
+
+
+def test_switching_plan_changes_drawn_offsets(chart):
+    a = synthetic_analysis()
+    naive, greedy = plan_of(a, "naive"), plan_of(a, "greedy_by_size")
+    chart.set_view(a, naive, model_name="m", subgraph=0)
+    first = chart.drawn_offsets()
+    assert first == a.resolve_alias_offsets(naive.offsets)
+    chart.set_view(a, greedy, model_name="m", subgraph=0)
+    second = chart.drawn_offsets()
+    assert second == a.resolve_alias_offsets(greedy.offsets)
+    assert first != second
+    assert chart.chart_plot().arena_line.value() * chart.chart_plot().y_scale == greedy.arena_bytes
+
+
+def test_min_held_fades_short_lived_tensors_and_colour_mode(chart):
+    a = synthetic_analysis()
+    chart.set_view(a, plan_of(a), model_name="m", subgraph=0)
+    chart.set_min_held(2)  # opaque: held across more than 2 operators
+    held = {u.tensor: u.held_ops for u in a.usages}
+    assert chart.chart_plot().item.faded_count() == sum(h <= 2 for h in held.values())
+    chart.set_color_mode("op")
+    assert chart.chart_data().color_by == "op"
+    assert "CONV_2D" in [label for label, _ in chart.chart_data().legend]
+    assert chart.chart_plot().item.faded_count() == sum(h <= 2 for h in held.values())
+    chart.set_min_held(0)
+    assert chart.chart_plot().item.faded_count() == 0
+
+
+def test_keyboard_zoom_pan_and_reset(chart, qtbot):
+    a = synthetic_analysis()
+    chart.set_view(a, plan_of(a), model_name="m", subgraph=0)
+    (x0, x1), (y0, y1) = chart.view_range()
+    qtbot.keyClick(chart.view, Qt.Key.Key_Plus)
+    (a0, a1), _ = chart.view_range()
+    assert (a1 - a0) < (x1 - x0) * 0.9
+    qtbot.keyClick(chart.view, Qt.Key.Key_Right)
+    (b0, b1), _ = chart.view_range()
+    assert b0 > a0
+    qtbot.keyClick(chart.view, Qt.Key.Key_0)
+    (c0, c1), (d0, d1) = chart.view_range()
+    assert (c0, c1) == pytest.approx((x0, x1)) and (d0, d1) == pytest.approx((y0, y1))
+
+
+def test_clear_and_select_nothing(chart):
+    a = synthetic_analysis()
+    chart.set_view(a, plan_of(a), model_name="m", subgraph=0)
+    chart.select_tensor(2)
+    assert chart.selected_tensor() == 2
+    chart.select_tensor(None)
+    assert chart._overlays == []
+    chart.clear()
+    assert chart.rect_count() == 0 and chart.drawn_offsets() == {} and chart.tensor_at(1, 1) is None
+
+
+def test_export_writes_the_requested_size(chart, tmp_path):
+    a = synthetic_analysis()
+    chart.set_view(a, plan_of(a), model_name="m", subgraph=0)
+    chart.export(str(tmp_path / "w.png"), 720, 480)
+    head = (tmp_path / "w.png").read_bytes()[:24]
+    assert struct.unpack(">II", head[16:24]) == (720, 480)
+    assert chart.view.size().width() > 0  # the on-screen chart is untouched
+
+
+@pytest.mark.shared
+def test_mobilenet_v2_one_rectangle_per_tensor_and_band_at_lower_bound(chart, qtbot):
+    from viewer.planning.run import best_plan_name, run_planners
+    from viewer.whatif.pipeline import prepare
+
+    prep = prepare(shared_model("mobilenet_v2_224.tflite"), 0)
+    a = prep.analysis
+    plans = run_planners(a.problem(), ["naive", "greedy_by_size"])
+    chart.set_view(a, plans["naive"], model_name="mobilenet_v2_224.tflite", subgraph=0)
+    assert chart.rect_count() == len(a.usages)
+    lo, hi = chart.widest_band()
+    assert a.breadth[int(lo)] == a.lower_bound_bytes == a.breadth.max() and hi == lo + 1
+    naive = chart.drawn_offsets()
+    chart.set_view(a, plans[best_plan_name(plans)], model_name="m", subgraph=0)
+    assert chart.drawn_offsets() != naive
+    # Every drawn tensor is found by hit-testing at its own rectangle's centre (or an alias on top).
+    d = chart.chart_data()
+    for row in range(0, len(d), 7):
+        if d.y1[row] > d.y0[row]:
+            hit = chart.tensor_at((d.x0[row] + d.x1[row]) / 2, (d.y0[row] + d.y1[row]) / 2)
+            assert hit is not None
+            assert hit == d.tensor[row] or d.y0[d.row_of(hit)] == d.y0[row]
