@@ -1,0 +1,97 @@
+"""`arena-viewer export`: PNG/SVG of the requested size, planner choice, bad input -> exit 2."""
+
+from __future__ import annotations
+
+import os
+import struct
+import subprocess
+import sys
+import xml.etree.ElementTree as ET
+from pathlib import Path
+
+import pytest
+
+from conftest import shared_model
+from tests.tflite_builder import add_chain, write
+from viewer.cli import main
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def run_cli(capsys, *argv):
+    rc = main([str(a) for a in argv])
+    out, err = capsys.readouterr()
+    return rc, out, err
+
+
+def png_size(path: Path) -> tuple[int, int]:
+    head = path.read_bytes()[:24]
+    assert head[:8] == b"\x89PNG\r\n\x1a\n"
+    return struct.unpack(">II", head[16:24])
+
+
+def test_png_of_the_smallest_plan_by_default(tmp_path, capsys, qapp):
+    model = write(tmp_path, "chain.tflite", add_chain(3))
+    out = tmp_path / "chart.png"
+    rc, stdout, err = run_cli(capsys, "export", model, "-o", out, "--width", 800, "--height", 500)
+    assert rc == 0, err
+    assert png_size(out) == (800, 500)
+    # Four 768-byte tensors; the lower bound is three of them, and the smallest plan reaches it.
+    assert "lower bound 2.25 KiB" in stdout and "arena 2.25 KiB" in stdout
+
+
+def test_svg_with_a_named_planner_overwrites(tmp_path, capsys, qapp):
+    model = write(tmp_path, "chain.tflite", add_chain(3))
+    out = tmp_path / "chart.svg"
+    out.write_text("old")
+    rc, stdout, err = run_cli(capsys, "export", model, "-o", out, "--planner", "naive",
+                              "--color-by", "op")
+    assert rc == 0, err
+    root = ET.parse(out).getroot()
+    assert root.get("viewBox") == "0 0 1600 1000" and root.get("width") == "1600px"
+    assert "naive plan, arena 3.00 KiB" in stdout
+    assert "chain.tflite — subgraph 0 — naive" in out.read_text()
+
+
+@pytest.mark.parametrize(
+    "extra, expect",
+    [
+        (["-o", "{tmp}/c.gif"], "unknown image type"),
+        (["-o", "{tmp}/c.png", "--planner", "bogus"], "unknown planner 'bogus'"),
+        (["-o", "{tmp}/c.png", "--subgraph", "4"], "no subgraph 4"),
+        (["-o", "{tmp}/c.png", "--width", "5"], "--width 5"),
+        (["-o", "{tmp}/missing/c.png"], "does not exist"),
+    ],
+)
+def test_bad_input_is_one_line_and_exit_2(tmp_path, capsys, extra, expect):
+    model = write(tmp_path, "chain.tflite", add_chain(2))
+    argv = ["export", model] + [a.format(tmp=tmp_path) for a in extra]
+    rc, _, err = run_cli(capsys, *argv)
+    assert rc == 2
+    assert expect in err and len(err.strip().splitlines()) == 1
+    assert "Traceback" not in err
+
+
+def test_not_a_model_is_exit_2_naming_the_file(tmp_path, capsys):
+    bad = write(tmp_path, "bad.tflite", b"not a flatbuffer at all")
+    rc, _, err = run_cli(capsys, "export", bad, "-o", tmp_path / "c.png")
+    assert rc == 2 and str(bad) in err and len(err.strip().splitlines()) == 1
+    assert not (tmp_path / "c.png").exists()
+
+
+@pytest.mark.shared
+def test_headless_console_run_on_mobilenet_v2(tmp_path):
+    """A separate process with no display variables at all, as on a server or in CI."""
+    model = shared_model("mobilenet_v2_224.tflite")
+    env = {k: v for k, v in os.environ.items()
+           if k not in ("DISPLAY", "WAYLAND_DISPLAY", "QT_QPA_PLATFORM")}
+    env["PYTHONPATH"] = str(ROOT)
+    out = tmp_path / "mnv2.png"
+    r = subprocess.run(
+        [sys.executable, "-m", "viewer", "export", str(model), "-o", str(out),
+         "--planner", "greedy_by_size", "--width", "1280", "--height", "720"],
+        cwd=ROOT, env=env, capture_output=True, text=True, timeout=120,
+    )
+    assert r.returncode == 0, r.stderr
+    assert png_size(out) == (1280, 720)
+    assert "greedy_by_size plan" in r.stdout and "lower bound 6.32 MiB" in r.stdout
