@@ -229,3 +229,18 @@ def test_models_the_runtime_rejects_become_one_line(name):
     probe = probe_model(path)
     assert not probe.ok and str(path) in probe.error and "\n" not in probe.error
     assert "LiteRT failed" in probe.error
+
+
+@pytest.mark.shared
+def test_other_subgraphs_are_read_through_the_runtime():
+    from viewer.model.reader import load_model
+    from viewer.runtime.replay import replay
+
+    path = shared_model("litert_testdata_multi_subgraphs_while.tflite")
+    probe = probe_model(path, subgraph=1, check=True)  # WHILE's cond subgraph
+    assert probe.subgraph == 1 and probe.num_model_tensors == len(
+        load_model(path).subgraph(1).tensors)
+    assert probe.arena_bytes > 0
+    assert replay(load_model(path), probe).exact
+    bad = probe_model(path, subgraph=5)
+    assert not bad.ok and "no subgraph 5" in bad.error and str(path) in bad.error

@@ -164,7 +164,7 @@ def _read_via_delegate(interp, subgraph: int) -> dict:
                 release = _RELEASE(_ptr(ctx + _C_RELEASE))
                 sub = _VP()
                 if acquire(ctx, subgraph, ctypes.byref(sub)) != 0 or not sub.value:
-                    raise RuntimeError(f"no subgraph {subgraph} in the runtime")
+                    raise RuntimeError(f"AcquireSubgraphContext({subgraph}) failed")
                 try:
                     got["plan"], got["nodes"] = _read_nodes(sub.value)
                     got["tensors"] = _read_tensors(sub.value)
@@ -276,6 +276,9 @@ def probe(path: str, subgraph: int, input_shapes: dict) -> dict:
     interp.allocate_tensors()
     _hook("allocated")
     wrapper = interp._interpreter
+    n_sub = int(wrapper.NumSubgraphs())
+    if not 0 <= subgraph < n_sub:
+        raise ValueError(f"no subgraph {subgraph}; the runtime has {n_sub} (0..{n_sub - 1})")
     n_runtime = int(wrapper.NumTensors(subgraph)) if subgraph == 0 else None
     result: dict = {
         "ok": True, "subgraph": subgraph, "resized_inputs": resized,
@@ -303,7 +306,8 @@ def probe(path: str, subgraph: int, input_shapes: dict) -> dict:
     got = _read_via_delegate(interp, subgraph)
     if "error" in got or "tensors" not in got:
         if before is None:
-            raise RuntimeError(got.get("error", "the delegate's Prepare was not called"))
+            raise RuntimeError("cannot read subgraph tensors: "
+                               + got.get("error", "the delegate's Prepare was not called"))
         result["notes"].append(
             "node temporaries not read (" + got.get("error", "delegate Prepare not called")
             + "); temporaries are attributed to no operator")
@@ -312,7 +316,9 @@ def probe(path: str, subgraph: int, input_shapes: dict) -> dict:
     if before is not None and [(t["address"], t["bytes"]) for t in before] != [
         (t["address"], t["bytes"]) for t in got["tensors"][: len(before)]
     ]:
-        result["notes"].append("tensor addresses changed while reading node temporaries")
+        result["notes"].append(
+            "the read-only delegate made LiteRT re-plan (control flow or dynamic tensors); "
+            "offsets are those from before it")
     result["tensors"] = before if before is not None else got["tensors"]
     result["nodes"], result["execution_plan"] = got["nodes"], got["plan"]
     return result
