@@ -55,8 +55,10 @@ def run(args: argparse.Namespace) -> int:
     verdict = "fits" if rep.fits else "DOES NOT FIT"
     out(f"{model.path} subgraph {args.subgraph}: {verdict} in {limit:,d} B ({format_bytes(limit)}) "
         f"with planner {plan.planner}")
-    for note in edited.notes:
+    for note in edited.notes[:4]:
         out(f"note: {note}")
+    if len(edited.notes) > 4:
+        out(f"note: ... {len(edited.notes) - 4} more (see 'arena-viewer plan' for all)")
     if edited.estimated:
         out("note: shapes are estimated (our own inference), not the runtime's")
     for line in rep.lines():
