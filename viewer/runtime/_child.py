@@ -32,7 +32,6 @@ import argparse
 import ctypes
 import json
 import os
-import resource
 import sys
 import time
 import traceback
@@ -375,9 +374,18 @@ def _mapping_rss(path: str) -> int | None:
     return total if seen else 0
 
 
-def _faults() -> tuple[int, int]:
+def _faults() -> tuple[int, int] | None:
+    """(minor, major) page faults of this process so far; None where getrusage is missing."""
+    try:
+        import resource
+    except ImportError:  # Windows
+        return None
     ru = resource.getrusage(resource.RUSAGE_SELF)
     return int(ru.ru_minflt), int(ru.ru_majflt)
+
+
+def _delta(a, b, k: int) -> int | None:
+    return None if a is None or b is None else b[k] - a[k]
 
 
 def _random_inputs(interp, seed: int = 0):
@@ -447,12 +455,12 @@ def measure(path: str, runs: int, resolver: str) -> dict:
             "anonymous_bytes": g(base_roll, "Anonymous"),
         },
         "after_allocate_rss_bytes": g(after_alloc, "VmRSS"),
-        "minor_faults_load": f1[0] - f0[0],
-        "major_faults_load": f1[1] - f0[1],
-        "minor_faults_first_run": f2[0] - f1[0],
-        "major_faults_first_run": f2[1] - f1[1],
-        "minor_faults_later_runs": f3[0] - f2[0] if runs > 1 else None,
-        "major_faults_later_runs": f3[1] - f2[1] if runs > 1 else None,
+        "minor_faults_load": _delta(f0, f1, 0),
+        "major_faults_load": _delta(f0, f1, 1),
+        "minor_faults_first_run": _delta(f1, f2, 0),
+        "major_faults_first_run": _delta(f1, f2, 1),
+        "minor_faults_later_runs": _delta(f2, f3, 0) if runs > 1 else None,
+        "major_faults_later_runs": _delta(f2, f3, 1) if runs > 1 else None,
         "seconds_load": t1 - t0,
         "seconds_first_run": t2 - t1,
         "seconds_later_runs": t3 - t2 if runs > 1 else None,

@@ -290,13 +290,13 @@ def probe_model(
         return probe.check() if check else probe
     args = ["probe", path, "--subgraph", str(int(subgraph)), "--input-shapes", _shape_arg(input_shapes)]
     raw = _run_child(args, path, timeout, "allocating tensors")
-    probe = probe_from_json(path, raw)
+    probe = probe_from_json(path, raw, subgraph)
     return probe.check() if check else probe
 
 
-def probe_from_json(path: str, raw: Mapping[str, Any]) -> RuntimeProbe:
+def probe_from_json(path: str, raw: Mapping[str, Any], subgraph: int = 0) -> RuntimeProbe:
     """Build a :class:`RuntimeProbe` from the child's JSON (classify regions, compute offsets)."""
-    subgraph = int(raw.get("subgraph", 0) or 0)
+    subgraph = int(raw.get("subgraph", subgraph) or 0)
     if not raw.get("ok"):
         return RuntimeProbe(path, subgraph, ok=False, error=str(raw.get("error", f"{path}: failed")))
     tensors = raw["tensors"]
