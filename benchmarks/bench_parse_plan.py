@@ -1,11 +1,18 @@
 """Parse, analysis and planning time on the largest shared model (median of several runs).
 
     .venv/bin/python benchmarks/bench_parse_plan.py [--runs N] [--exact] [--time-limit S] [MODEL]
+    .venv/bin/python benchmarks/bench_parse_plan.py --runtime-table
 
 MODEL defaults to the largest .tflite file in ../shared/models. Prints one line per stage:
 ``load_model`` (flatbuffer -> our dataclasses), ``analyze`` (usage intervals, breadth, lower
 bound), then every registered planner (exact ones only with ``--exact``, under ``--time-limit``)
 with its arena size. Not a test: figures depend on the machine and its load.
+
+``--runtime-table`` prints, for every shared model LiteRT loads, the ``litert`` planned arena
+from the file alone (no kernel temporaries), the runtime's measured arena span (LiteRT 2.3 run in
+a subprocess by :mod:`viewer.runtime.probe`; constants and persistent tensors excluded), the
+kernel temporaries' bytes in it, and whether ``litert`` fed those temporaries reproduces every
+runtime offset (:func:`viewer.runtime.replay.replay`).
 """
 
 from __future__ import annotations
@@ -43,7 +50,11 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--runs", type=int, default=5, help="runs per stage; the median is printed")
     ap.add_argument("--exact", action="store_true", help="also run exact planners")
     ap.add_argument("--time-limit", type=float, default=10.0, help="seconds for exact planners")
+    ap.add_argument("--runtime-table", action="store_true",
+                    help="litert planned arena vs LiteRT's measured arena, every shared model")
     args = ap.parse_args(argv)
+    if args.runtime_table:
+        return runtime_table()
 
     if args.model:
         path = Path(args.model)
@@ -74,6 +85,40 @@ def main(argv: list[str] | None = None) -> int:
         verify_plan(problem, plan)
         print(f"{name:<20} {t * 1e3:9.2f} ms   arena {format_bytes(plan.arena_bytes)} "
               f"({plan.arena_bytes} B){'  proven optimal' if plan.proven_optimal else ''}")
+    return 0
+
+
+def runtime_table() -> int:
+    """Print planned vs measured arena for every shared model LiteRT loads; see module doc."""
+    import csv
+
+    from viewer.planning.litert import plan_litert
+    from viewer.runtime.probe import probe_model
+    from viewer.runtime.replay import replay
+
+    src = SHARED / "models" / "SOURCES.tsv"
+    with src.open(newline="") as f:
+        names = [r["file"] for r in csv.DictReader(f, delimiter="\t")
+                 if r.get("loads_in_litert_2.3") == "yes" and (SHARED / "models" / r["file"]).exists()]
+    print(f"{'model':<48} {'planned':>11} {'runtime':>11} {'temps':>10} {'gap':>7}  replay")
+    for name in names:
+        path = SHARED / "models" / name
+        model = load_model(path)
+        plan = plan_litert(analyze(model.subgraph(0)).problem())
+        probe = probe_model(path, timeout=120)
+        if not probe.ok:
+            print(f"{name:<48} {plan.arena_bytes:>11} {'-':>11}  runtime failed: {probe.error}")
+            continue
+        measured = int(probe.arena_bytes or 0)
+        temps = sum(t.nbytes for t in probe.arena_temporaries)
+        deferred = any(t.allocation == "arena-rw" and t.nbytes > 0 and t.offset is None
+                       for t in probe.tensors)
+        r = replay(model, probe)
+        verdict = "exact" if r.exact else f"{len(r.mismatched)} differ"
+        if deferred:
+            verdict += " (LiteRT defers dynamic tensors to Invoke)"
+        gap = f"{(plan.arena_bytes - measured) / measured:+.0%}" if measured else "-"
+        print(f"{name:<48} {plan.arena_bytes:>11} {measured:>11} {temps:>10} {gap:>7}  {verdict}")
     return 0
 
 
