@@ -3,8 +3,8 @@
 Qt is allowed here because rendering needs it; this module never imports :mod:`viewer.ui`.
 :class:`PackingItem` paints all rectangles of a plan from numpy arrays, after pyqtgraph's
 ``BarGraphItem`` (graphicsItems/BarGraphItem.py): rectangles are written into numpy-backed
-``QRectF`` primitive arrays, one ``drawRects`` call per colour, recorded once into a cached
-``QPicture``; its bounding rect comes from the arrays and hit-testing is a numpy search.
+``QRectF`` primitive arrays (prepared once per data/filter change), one ``drawRects`` call per
+colour; its bounding rect comes from the arrays and hit-testing is a numpy search.
 :func:`build_chart` lays out the packing plot, the legend, the title and the breadth curve.
 """
 
@@ -23,10 +23,11 @@ from viewer.units import format_bytes
 
 def _pin_none_refcount() -> bool:
     """Work around a binding bug: PySide6 6.12.0 on CPython 3.11 drops a reference to ``None``
-    on every call of a void C++ method (``QRect.setWidth``, ``QPainter.setPen``...). ``None``
-    starts with a few thousand references, so a few thousand paint calls later the process
-    aborts with "Fatal Python error: none_dealloc". When that bug is detected, ``None`` gets
-    2**40 extra references (it is immortal from CPython 3.12 on, where nothing is needed).
+    on every call of a void C++ method (``QRect.setWidth``, ``QPainter.setPen``...), and to
+    ``True``/``False`` on methods returning bool. They start with a few thousand references,
+    so a few thousand paint calls later the process aborts with "Fatal Python error:
+    none_dealloc" (or bool_dealloc). When the bug is detected, each of the three gets 2**40
+    extra references (they are immortal from CPython 3.12 on, where nothing is needed).
 
     Returns True when the work-around was applied.
     """
@@ -35,16 +36,20 @@ def _pin_none_refcount() -> bool:
     if sys.version_info >= (3, 12):
         return False
     r = QtCore.QRect()
-    before = sys.getrefcount(None)
+    before = (sys.getrefcount(None), sys.getrefcount(True), sys.getrefcount(False))
     for _ in range(8):
         r.setWidth(1)
-    if sys.getrefcount(None) >= before:
+        r.isEmpty()
+        r.isNull()
+    after = (sys.getrefcount(None), sys.getrefcount(True), sys.getrefcount(False))
+    if all(a >= b for a, b in zip(after, before)):
         return False  # a fixed binding
     import ctypes
 
-    refcnt = ctypes.c_ssize_t.from_address(id(None))
-    if refcnt.value < (1 << 40):
-        refcnt.value += 1 << 40
+    for obj in (None, True, False):
+        refcnt = ctypes.c_ssize_t.from_address(id(obj))
+        if refcnt.value < (1 << 40):
+            refcnt.value += 1 << 40
     return True
 
 
@@ -86,7 +91,6 @@ class PackingItem(pg.GraphicsObject):
         self._data: ChartData | None = None
         self._faded: np.ndarray | None = None
         self._groups: list[tuple[QtGui.QBrush, QtGui.QPen, object]] = []
-        self._picture: QtGui.QPicture | None = None
         self._bounds = QtCore.QRectF()
         self.set_data(data)
 
@@ -129,7 +133,6 @@ class PackingItem(pg.GraphicsObject):
         return int(d.tensor[idx[-1]])  # aliases come last: drawn on top, hit first
 
     def _rebuild(self) -> None:
-        self._picture = None
         self._groups = []
         d = self._data
         if d is None or not len(d):
@@ -177,20 +180,14 @@ class PackingItem(pg.GraphicsObject):
         self.informViewBoundsChanged()
 
     # -- painting --------------------------------------------------------------------------
-    def _record(self) -> QtGui.QPicture:
-        pic = QtGui.QPicture()
-        p = QtGui.QPainter(pic)
+    def paint(self, p, *args):
+        # One drawRects per colour straight from the numpy-backed arrays. Replaying a recorded
+        # QPicture instead was measured 10x slower (100k rectangles, 1600x1000 raster: 200 ms
+        # vs 23 ms): QPicture replays a rectangle list one primitive at a time.
         for brush, pen, arr in self._groups:
             p.setPen(pen)
             p.setBrush(brush)
             p.drawRects(*arr.drawargs())
-        p.end()
-        return pic
-
-    def paint(self, p, *args):
-        if self._picture is None:
-            self._picture = self._record()
-        self._picture.play(p)
 
     def boundingRect(self):
         return QtCore.QRectF(self._bounds)
