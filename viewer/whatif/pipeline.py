@@ -44,8 +44,12 @@ def prepare(
     edits: WhatIfEdits | None = None,
     *,
     temporaries: tuple[Temporary, ...] = (),
+    shape_source: str = "auto",
 ) -> Prepared:
     """Load (if given a path), apply ``edits`` and analyse subgraph ``subgraph_index``.
+
+    ``shape_source``: ``"auto"`` takes resized shapes from the LiteRT runtime (a subprocess,
+    ~0.4 s) and falls back to our own inference; ``"inferred"`` uses only our inference (ms).
 
     Raises
     ------
@@ -53,6 +57,7 @@ def prepare(
     """
     if not isinstance(model, Model):
         model = load_model(model)
-    edited = apply_edits(model, subgraph_index, edits)
+    edited = (apply_edits(model, subgraph_index, edits) if edits is None or edits.is_empty()
+              else apply_edits(model, subgraph_index, edits, shape_source=shape_source))
     analysis = analyze(edited.subgraph, temporaries=temporaries)
     return Prepared(model, subgraph_index, edits, analysis, edited.estimated, edited.notes)
