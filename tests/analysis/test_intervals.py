@@ -9,7 +9,13 @@ from __future__ import annotations
 
 import pytest
 
-from viewer.analysis.intervals import OUT_NEVER_WRITTEN, OUT_VARIABLE, analyze
+from viewer.analysis.intervals import (
+    OUT_DYNAMIC_OUTPUT,
+    OUT_NEVER_WRITTEN,
+    OUT_RESOURCE,
+    OUT_VARIABLE,
+    analyze,
+)
 from viewer.analysis.types import (
     KIND_ALIAS,
     KIND_INPUT,
@@ -21,7 +27,7 @@ from viewer.analysis.types import (
     OUT_UNUSED,
     Temporary,
 )
-from viewer.model.types import Operator, Subgraph, Tensor
+from viewer.model.types import FLAG_RESOURCE, Operator, Subgraph, Tensor
 from viewer.planning.litert import plan_litert
 from viewer.planning.verify import verify_plan
 
@@ -163,6 +169,19 @@ def test_never_written_tensor_and_variable_are_outside_the_arena():
     queue0 = an.problem().alloc_queue[0]
     assert [b.id for b in queue0][:2] == [2, 0]  # variables, then graph inputs
     assert queue0[0].pinned and queue0[0].size == 64  # persistent: takes part in the sort
+
+
+def test_resource_handle_is_persistent_and_read_variable_output_dynamic():
+    # As LiteRT 2.3 allocates litert_testdata_call_once_mul.tflite (measured).
+    base = make([4, 4, 4, 4],
+                [("VAR_HANDLE", [], [1]), ("READ_VARIABLE", [1], [2]), ("MUL", [2, 0], [3])],
+                [0], [3])
+    handle = Tensor(1, "v", (), (), "resource", 4, flags=frozenset({FLAG_RESOURCE}))
+    tensors = (base.tensors[0], handle, *base.tensors[2:])
+    sg = Subgraph(0, "main", tensors, base.operators, base.inputs, base.outputs)
+    an = analyze(sg)
+    assert an.outside[1] == OUT_RESOURCE and an.outside[2] == OUT_DYNAMIC_OUTPUT
+    assert spans(an) == {0: (0, 2), 3: (2, 2)}
 
 
 def test_temporaries_live_at_their_operator_and_queue_after_outputs():

@@ -10,6 +10,8 @@ Follows LiteRT's ``ArenaPlanner::PlanAllocations`` (tflite/arena_planner.cc):
 - the outputs of operators whose every input is constant are computed once at prepare time into
   persistent memory (kernels that call ``SetTensorToPersistentRo``, e.g. DEQUANTIZE, DENSIFY);
 - variables live in LiteRT's separate persistent arena (``kTfLiteArenaRwPersistent``);
+- resource handles (VAR_HANDLE outputs) live in the persistent arena; READ_VARIABLE's output is
+  dynamic (allocated while the model runs);
 - a tensor that is only read (no producer, not a graph input) is never allocated by the planner,
   and operator ``intermediates`` are not seen by it at all;
 - in-place operators (``IdentifyInPlaceTensors``): the first output of an operator whose kernel
@@ -42,12 +44,18 @@ from viewer.analysis.types import (
     Temporary,
     TensorUsage,
 )
-from viewer.model.types import FLAG_STRING, FLAG_VARIANT, Subgraph
+from viewer.model.types import FLAG_RESOURCE, FLAG_STRING, FLAG_VARIANT, Subgraph
 
 #: Operators whose kernels fold an all-constant input into a persistent output at prepare time.
 FOLDING_OPS = frozenset({"DEQUANTIZE", "DENSIFY"})
 OUT_VARIABLE = "variable (LiteRT's persistent arena)"
 OUT_NEVER_WRITTEN = "never written (only read; LiteRT's planner never allocates it)"
+OUT_RESOURCE = "resource handle (LiteRT's persistent arena)"
+OUT_DYNAMIC_OUTPUT = "dynamic (its kernel sizes it at run time, outside the arena)"
+
+#: Operators whose kernels make their outputs dynamic in Prepare (allocated at run time,
+#: outside the arena): READ_VARIABLE (tflite/kernels/read_variable.cc), measured with LiteRT 2.3.
+DYNAMIC_OUTPUT_OPS = frozenset({"READ_VARIABLE"})
 
 #: LiteRT kernels whose registration sets ``inplace_operator`` (tflite/kernels/*.cc), as
 #: (inputs that may be shared, data unmodified). ``kTfLiteInplaceOpInput0Shared`` = input 0...
@@ -118,6 +126,11 @@ def analyze(subgraph: Subgraph, *, temporaries: Iterable[Temporary] = ()) -> Ana
             if valid(t):
                 consumers.setdefault(t, []).append(op.index)
 
+    dynamic_outputs = {
+        t for op in subgraph.operators if op.op_name in DYNAMIC_OUTPUT_OPS
+        for t in op.outputs if valid(t)
+    }
+
     graph_inputs = [t for t in subgraph.inputs if valid(t)]
     graph_input_set = set(graph_inputs)
     graph_outputs = {t for t in subgraph.outputs if valid(t)}
@@ -129,9 +142,9 @@ def analyze(subgraph: Subgraph, *, temporaries: Iterable[Temporary] = ()) -> Ana
         tensor = tensors[t]
         if tensor.is_constant:
             return "mmap"
-        if t in persistent or tensor.is_variable:
+        if t in persistent or tensor.is_variable or FLAG_RESOURCE in tensor.flags:
             return "persistent"
-        if tensor.flags & {FLAG_STRING, FLAG_VARIANT}:
+        if tensor.flags & {FLAG_STRING, FLAG_VARIANT} or t in dynamic_outputs:
             return "dynamic"
         return "arena"
 
@@ -213,8 +226,11 @@ def analyze(subgraph: Subgraph, *, temporaries: Iterable[Temporary] = ()) -> Ana
         if tensor.is_variable:
             outside[t] = OUT_VARIABLE
             continue
+        if FLAG_RESOURCE in tensor.flags:
+            outside[t] = OUT_RESOURCE
+            continue
         if w == "dynamic":
-            outside[t] = OUT_DYNAMIC
+            outside[t] = OUT_DYNAMIC_OUTPUT if t in dynamic_outputs else OUT_DYNAMIC
             continue
         cons = tuple(sorted(set(consumers.get(t, ()))))
         prod = producer.get(t)
