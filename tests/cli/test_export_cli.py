@@ -95,3 +95,21 @@ def test_headless_console_run_on_mobilenet_v2(tmp_path):
     assert r.returncode == 0, r.stderr
     assert png_size(out) == (1280, 720)
     assert "greedy_by_size plan" in r.stdout and "lower bound 6.32 MiB" in r.stdout
+
+
+def test_what_if_edits_are_named_in_the_title(tmp_path, capsys, qapp):
+    model = write(tmp_path, "chain.tflite", add_chain(3))
+    out = tmp_path / "b2.svg"
+    rc, stdout, err = run_cli(capsys, "export", model, "-o", out, "--batch", 2)
+    assert rc == 0, err
+    assert "chain.tflite [what-if: batch 2] — subgraph 0" in out.read_text()
+    assert "lower bound 4.50 KiB" in stdout  # twice the batch-1 lower bound
+
+
+@pytest.mark.shared
+def test_subgraph_without_operators_exports_an_empty_chart(tmp_path, capsys, qapp):
+    model = shared_model("litert_testdata_2_subgraphs.tflite")
+    out = tmp_path / "empty.png"
+    rc, stdout, err = run_cli(capsys, "export", model, "-o", out, "--width", 640, "--height", 400)
+    assert rc == 0, err
+    assert png_size(out) == (640, 400) and "arena 0 B" in stdout

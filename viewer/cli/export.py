@@ -54,12 +54,32 @@ def run(args: argparse.Namespace) -> int:
     plans = run_planners(problem, names, time_limit=args.time_limit)
     chosen = args.planner if args.planner is not None else best_plan_name(plans)
     plan = plans[chosen]
+    name = os.path.basename(args.model)
+    what_if = _edits_text(edits)
+    if what_if:
+        name = f"{name} [what-if: {what_if}]"
     export_chart(prep.analysis, plan, out, width=args.width, height=args.height,
-                 model_name=os.path.basename(args.model), subgraph=args.subgraph,
-                 color_by=args.color_by)
+                 model_name=name, subgraph=args.subgraph, color_by=args.color_by)
     for note in prep.notes:
         print(f"note: {note}", file=sys.stderr)
     print(f"{out}: {plan.planner} plan, arena {format_bytes(plan.arena_bytes, 2)} "
           f"({plan.arena_bytes:,d} B), lower bound {format_bytes(prep.analysis.lower_bound_bytes, 2)}, "
           f"{args.width}x{args.height}")
     return 0
+
+
+def _edits_text(edits) -> str:
+    """Short description of the what-if edits for the chart's title ("" when none)."""
+    if edits is None or edits.is_empty():
+        return ""
+    parts = []
+    for key, shape in dict(edits.input_shapes).items():
+        dims = "x".join(str(d) for d in shape)
+        parts.append(f"input {key}={dims}" if key not in ("", None) else f"input {dims}")
+    if edits.batch:
+        parts.append(f"batch {edits.batch}")
+    if edits.activation_dtype:
+        parts.append(f"activations {edits.activation_dtype}")
+    if edits.tensor_dtypes:
+        parts.append(f"{len(edits.tensor_dtypes)} tensor dtype(s)")
+    return ", ".join(parts) or "edited"

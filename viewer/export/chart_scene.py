@@ -423,6 +423,9 @@ def build_chart(data: ChartData, layout: pg.GraphicsLayout, *, legend_cols: int 
     )
     breadth_band.setZValue(-10)
     breadth.addItem(breadth_band)
+    if w < 0:  # no operators: no widest operator to show
+        band.setVisible(False)
+        breadth_band.setVisible(False)
     band_edges = []
     for x in band_region if w >= 0 else ():
         edge = pg.InfiniteLine(pos=x, angle=90, movable=False,
@@ -432,7 +435,7 @@ def build_chart(data: ChartData, layout: pg.GraphicsLayout, *, legend_cols: int 
         band_edges.append(edge)
     band_text = (
         f"widest operator #{w} {data.widest_op_name}: breadth {format_bytes(data.lower_bound, 2)}"
-        if w >= 0 else "no operators"
+        if w >= 0 else "no operators: the tensor arena is empty"
     )
     # Keep the annotation inside the plot: left-aligned near the start, right-aligned near the end.
     frac = (w + 0.5) / max(data.num_ops, 1)
