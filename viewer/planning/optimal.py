@@ -240,8 +240,8 @@ def _cp_sat_stage(st: _Anytime, start, end, size, idx, ids, alignment, workers: 
     t.start()
     cancelled = False
     while t.is_alive():
-        t.join(0.1)
-        if st.cancelled is not None and st.cancelled():
+        t.join(0.05)
+        if not cancelled and st.cancelled is not None and st.cancelled():
             cancelled = True
             solver.stop_search()
         st.report(f"optimal: CP-SAT, arena {st.best_arena} B, bound {st.bound} B")

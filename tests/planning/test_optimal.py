@@ -1,0 +1,248 @@
+"""The exact planner ``optimal``: known optima, proofs, anytime behaviour, callbacks, real models."""
+
+from __future__ import annotations
+
+import itertools
+import random
+
+import numpy as np
+import pytest
+
+from conftest import SHARED, shared_model, shared_model_names
+from viewer.errors import PlanCancelled, PlanningError
+from viewer.planning import Buffer, PlanningProblem, get_planner, verify_plan
+from viewer.planning import _minimalloc as mm
+from viewer.planning.csv_io import read_problem_csv
+from viewer.planning.optimal import aligned_lower_bound, plan_optimal
+from viewer.planning.run import run_planners
+
+BENCH = SHARED / "benchmarks" / "minimalloc"
+
+
+def _problem(tuples) -> PlanningProblem:
+    """``(first, last, size)`` tuples, inclusive operator indices, ids 0..n-1."""
+    bufs = tuple(Buffer(i, f, l, s) for i, (f, l, s) in enumerate(tuples))
+    return PlanningProblem(bufs, max((l for _, l, _ in tuples), default=-1) + 1)
+
+
+def _first_fit(tuples, order, alignment):
+    """Place buffers in ``order`` at their lowest aligned free offset; return the arena."""
+    placed = []
+    for i in order:
+        f, l, s = tuples[i]
+        busy = sorted(
+            (o, o + tuples[j][2]) for j, o in placed
+            if tuples[j][0] <= l and f <= tuples[j][1]
+        )
+        off = 0
+        for a, b in busy:
+            if off + s <= a:
+                break
+            off = max(off, -(-b // alignment) * alignment)
+        placed.append((i, off))
+    return max(o + tuples[i][2] for i, o in placed)
+
+
+def _brute_force_optimum(tuples, alignment=1) -> int:
+    """Independent oracle: first fit over every order.
+
+    Taking the buffers of an optimal placement in offset order, first fit puts each at or
+    below its optimal offset, so the best order reaches the optimum.
+    """
+    return min(_first_fit(tuples, p, alignment) for p in itertools.permutations(range(len(tuples))))
+
+
+# (first, last, size) tuples, alignment, optimum in bytes.
+KNOWN = [
+    ([(0, 0, 10)], 1, 10),
+    ([(0, 1, 10), (2, 3, 20)], 1, 20),
+    ([(0, 1, 10), (1, 2, 20)], 1, 30),
+    ([(0, 2, 4), (3, 8, 4), (0, 8, 4), (9, 20, 4), (0, 20, 4)], 1, 12),  # input.12.csv
+    ([(0, 0, 1), (0, 0, 1)], 64, 65),  # alignment padding, not breadth, sets the arena
+    ([(0, 1, 100), (1, 2, 30), (2, 3, 100), (0, 0, 30), (3, 3, 30)], 1, 130),
+    ([(0, 1, 3), (1, 2, 5), (0, 0, 5), (2, 2, 3)], 4, 9),
+    ([(0, 1, 5), (0, 0, 3), (1, 1, 6)], 8, 13),  # the 5 must sit on top at both operators
+    ([(0, 3, 7), (1, 1, 9), (2, 2, 9), (0, 0, 2), (3, 3, 2), (1, 2, 1)], 8, 25),
+]
+
+
+@pytest.mark.parametrize("tuples, alignment, optimum", KNOWN)
+def test_known_optima(tuples, alignment, optimum):
+    assert _brute_force_optimum(tuples, alignment) == optimum  # the literal is right
+    problem = _problem(tuples)
+    plan = plan_optimal(problem, alignment, time_limit=5)
+    verify_plan(problem, plan)
+    assert plan.arena_bytes == optimum
+    assert plan.proven_optimal
+    assert plan.bound_bytes == optimum
+    assert plan.stats["gap"] == 0.0
+    assert plan.stats["status"] == "optimal"
+
+
+def test_registered_exact_with_label():
+    spec = get_planner("optimal")
+    assert spec.exact
+    assert spec.label == "Optimal (proven)"
+    assert "MiniMalloc" in spec.source
+
+
+def test_input_12_csv_gives_12():
+    p = BENCH / "input.12.csv"
+    if not p.exists():
+        pytest.skip(f"{p} not present (../shared is not beside this checkout)")
+    problem, _ = read_problem_csv(p)
+    plan = plan_optimal(problem, 1, time_limit=5)
+    verify_plan(problem, plan)
+    assert (plan.arena_bytes, plan.bound_bytes, plan.proven_optimal) == (12, 12, True)
+
+
+def test_empty_problem():
+    plan = plan_optimal(PlanningProblem((), 0), 64)
+    assert (plan.arena_bytes, plan.proven_optimal, plan.bound_bytes) == (0, True, 0)
+
+
+def test_zero_size_buffers_are_placed():
+    problem = _problem([(0, 1, 0), (0, 1, 8), (1, 2, 8)])
+    plan = plan_optimal(problem, 1, time_limit=5)
+    verify_plan(problem, plan)
+    assert plan.arena_bytes == 16 and plan.proven_optimal
+
+
+def test_aligned_lower_bound():
+    # Two bytes live together, 64-byte offsets: the second starts at 64 at best.
+    s = np.array([0, 0]), np.array([1, 1]), np.array([1, 1])
+    assert aligned_lower_bound(*s, 64) == 65
+    assert aligned_lower_bound(*s, 1) == 2
+    # Not live together: just the bigger one.
+    assert aligned_lower_bound(np.array([0, 1]), np.array([1, 2]), np.array([5, 3]), 64) == 5
+
+
+def _random_tuples(rng: random.Random, n: int):
+    out = []
+    for _ in range(n):
+        f = rng.randint(0, 6)
+        out.append((f, rng.randint(f, f + 3), rng.choice([1, 2, 3, 5, 7, 8, 13])))
+    return out
+
+
+@pytest.mark.parametrize("ablate", [None, "canonical_only", "section_inference", "dynamic_ordering",
+                                    "check_dominance", "unallocated_floor", "static_preordering",
+                                    "dynamic_decomposition", "monotonic_floor", "hatless_pruning",
+                                    "round_robin"])
+def test_decision_search_matches_brute_force(ablate):
+    """Each pruning is sound: feasible at the optimum, proven infeasible one byte below."""
+    params = mm.SearchParams() if ablate is None else mm.SearchParams().without(ablate)
+    rng = random.Random(11)
+    for _ in range(25):
+        tuples = _random_tuples(rng, rng.randint(3, 6))
+        alignment = rng.choice([1, 1, 4])
+        opt = _brute_force_optimum(tuples, alignment)
+        start = np.array([t[0] for t in tuples])
+        end = np.array([t[1] + 1 for t in tuples])
+        size = np.array([t[2] for t in tuples])
+        yes = mm.decide(start, end, size, opt, alignment, params=params)
+        assert yes.status == mm.FEASIBLE, (tuples, alignment, opt)
+        problem = _problem(tuples)
+        offs = {i: int(o) for i, o in enumerate(yes.offsets)}
+        assert all(o % alignment == 0 for o in offs.values())
+        from viewer.planning.types import Plan
+
+        verify_plan(problem, Plan("x", offs, max(offs[i] + s for i, (_, _, s) in enumerate(tuples)), alignment))
+        assert max(offs[i] + s for i, (_, _, s) in enumerate(tuples)) <= opt
+        no = mm.decide(start, end, size, opt - 1, alignment, params=params)
+        assert no.status == mm.INFEASIBLE, (tuples, alignment, opt)
+
+
+def test_never_worse_than_heuristics_on_random_problems():
+    rng = random.Random(5)
+    for _ in range(10):
+        tuples = _random_tuples(rng, rng.randint(5, 25))
+        problem = _problem(tuples)
+        others = run_planners(problem, alignment=16)
+        plan = plan_optimal(problem, 16, time_limit=3)
+        verify_plan(problem, plan)
+        assert plan.arena_bytes <= min(p.arena_bytes for p in others.values())
+        assert problem.lower_bound() <= plan.bound_bytes <= plan.arena_bytes
+
+
+def _hard_problem() -> PlanningProblem:
+    """A MiniMalloc benchmark instance (a gap remains for a while), or a random stand-in."""
+    p = BENCH / "B.1048576.csv"
+    if p.exists():
+        return read_problem_csv(p)[0]
+    rng = random.Random(2)
+    return _problem([(f, f + rng.randint(0, 40), rng.randint(1, 9) * 1024)
+                     for f in (rng.randint(0, 200) for _ in range(170))])
+
+
+@pytest.mark.parametrize("ingredients", [("heuristics", "minimalloc"), ("heuristics", "cp_sat")])
+def test_cancel_stops_the_search(ingredients):
+    problem = _hard_problem()
+    calls = []
+
+    def cancelled():
+        calls.append(1)
+        return len(calls) > 10
+
+    with pytest.raises(PlanCancelled):
+        plan_optimal(problem, 1, cancelled=cancelled, time_limit=60, ingredients=ingredients)
+    assert len(calls) == 11  # stopped at the first True, after polling during the search
+
+
+def test_cancel_is_a_planning_error_before_any_work():
+    with pytest.raises(PlanningError):
+        plan_optimal(_problem([(0, 0, 1)]), 1, cancelled=lambda: True)
+
+
+def test_progress_reports_and_time_limit_gives_anytime_answer():
+    problem = _hard_problem()
+    seen: list[tuple[float, str]] = []
+    plan = plan_optimal(problem, 1, time_limit=2, progress=lambda f, m: seen.append((f, m)))
+    verify_plan(problem, plan)
+    fractions = [f for f, _ in seen]
+    assert len(seen) >= 3
+    assert all(0.0 <= f <= 1.0 for f in fractions)
+    assert fractions == sorted(fractions)
+    assert fractions[-1] == 1.0
+    assert all(isinstance(m, str) and m for _, m in seen)
+    assert plan.bound_bytes <= plan.arena_bytes
+    assert plan.stats["start"]["arena_bytes"] >= plan.arena_bytes
+    if not plan.proven_optimal:
+        assert plan.stats["status"] == "time limit"
+        assert plan.stats["gap"] == pytest.approx((plan.arena_bytes - plan.bound_bytes) / plan.arena_bytes)
+
+
+def test_bad_arguments():
+    problem = _problem([(0, 0, 1)])
+    with pytest.raises(PlanningError, match="alignment"):
+        plan_optimal(problem, 0)
+    with pytest.raises(PlanningError, match="time limit"):
+        plan_optimal(problem, 1, time_limit=0)
+
+
+@pytest.mark.shared
+def test_shared_models_never_worse_and_mostly_proven():
+    """Acceptance: on every shared model (subgraph 0), never worse than any other planner,
+    proven optimal on >= 90% of them."""
+    from viewer.analysis.intervals import analyze
+    from viewer.errors import ViewerError
+    from viewer.model.reader import load_model
+
+    names = shared_model_names()
+    if not names:
+        pytest.skip("../shared/models not present")
+    proven = total = 0
+    for name in names:
+        try:
+            problem = analyze(load_model(shared_model(name)).subgraphs[0]).problem()
+        except ViewerError:
+            continue  # a model our reader rejects is the reader's tests' business
+        others = run_planners(problem)
+        plan = plan_optimal(problem, time_limit=10)
+        verify_plan(problem, plan)
+        assert plan.arena_bytes <= min(p.arena_bytes for p in others.values()), name
+        assert problem.lower_bound() <= plan.bound_bytes <= plan.arena_bytes, name
+        total += 1
+        proven += plan.proven_optimal
+    assert total > 0
+    assert proven >= 0.9 * total, f"proven optimal on {proven}/{total}"
