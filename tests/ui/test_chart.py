@@ -56,6 +56,11 @@ def test_hover_and_click_resolve_to_the_tensor_under_the_mouse(chart, qtbot):
     with qtbot.waitSignal(chart.tensor_hovered, timeout=2000) as hovered:
         qtbot.mouseMove(chart.view.viewport(), _view_point(chart, x, y))
     assert hovered.args == [1]
+    assert chart.view.viewport().toolTip() == chart.tooltip_text(1)
+    qtbot.wait(40)  # pyqtgraph drops mouse moves closer together than its frame interval
+    with qtbot.waitSignal(chart.tensor_hovered, timeout=2000) as left:
+        qtbot.mouseMove(chart.view.viewport(), _view_point(chart, 2.5, plan.arena_bytes * 1.08))
+    assert left.args == [-1]
     tip = chart.tooltip_text(1)
     for part in ("<b>a</b>", "1x8x8x8", "float32", "2.00 KiB", "#0 CONV_2D",
                  "#1 DEPTHWISE_CONV_2D", "#2 ADD", "operators 0..2", "offset"):

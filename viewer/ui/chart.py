@@ -11,7 +11,6 @@ from __future__ import annotations
 import numpy as np
 import pyqtgraph as pg
 from PySide6.QtCore import QEvent, QObject, QPointF, Qt, Signal
-from PySide6.QtGui import QCursor
 from PySide6.QtWidgets import QToolTip, QVBoxLayout, QWidget
 
 from viewer.analysis.types import Analysis
@@ -307,9 +306,9 @@ class PackingChart(QWidget):
         if t != self._hovered:
             self._hovered = t
             self.tensor_hovered.emit(t)
-            if t >= 0:
-                QToolTip.showText(QCursor.pos(), self.tooltip_text(t), self.view)
-            else:
+            # Qt shows the viewport's tooltip after its usual hover delay.
+            self.view.viewport().setToolTip(self.tooltip_text(t) if t >= 0 else "")
+            if t < 0:
                 QToolTip.hideText()
 
     def _on_scene_mouse_clicked(self, ev) -> None:
@@ -336,6 +335,10 @@ class PackingChart(QWidget):
     def eventFilter(self, obj: QObject, event: QEvent) -> bool:
         if event.type() == QEvent.Type.KeyPress and self._handle_key(event.key()):
             return True
+        if event.type() == QEvent.Type.Leave and obj is self.view.viewport() and self._hovered != -1:
+            self._hovered = -1  # the mouse left the chart: nothing is hovered
+            self.tensor_hovered.emit(-1)
+            QToolTip.hideText()
         return super().eventFilter(obj, event)
 
     def keyPressEvent(self, event) -> None:
