@@ -28,6 +28,8 @@ import bisect
 import math
 from typing import Iterable, Sequence
 
+import numpy as np
+
 from viewer.errors import PlanCancelled, PlanningError
 from viewer.planning.registry import register
 from viewer.planning.types import DEFAULT_ALIGNMENT, Buffer, Plan, PlanningProblem
@@ -309,43 +311,62 @@ def allocation_order(
 
 
 class _Arena:
-    """``SimpleMemoryArena``: active allocations sorted by offset, best-fit ``Allocate``."""
+    """``SimpleMemoryArena``: active allocations sorted by offset, best-fit ``Allocate``.
 
-    __slots__ = ("active", "offsets_sorted", "high_water_mark")
+    The active allocations are kept in numpy arrays (offset order) so that finding the ones
+    whose usage interval intersects a new tensor's is one vectorised mask; the gap search then
+    walks only those, in offset order, exactly as ``SimpleMemoryArena::Allocate`` does.
+    """
 
-    def __init__(self) -> None:
-        self.active: list[tuple[int, int, int, int, int]] = []  # (offset, size, id, first, last)
-        self.offsets_sorted: list[int] = []
+    def __init__(self, capacity: int) -> None:
+        cap = max(capacity, 1)
+        self.off = np.zeros(cap, dtype=np.int64)
+        self.size = np.zeros(cap, dtype=np.int64)
+        self.first = np.zeros(cap, dtype=np.int64)
+        self.last = np.zeros(cap, dtype=np.int64)
+        self.n = 0
         self.high_water_mark = 0
 
-    def purge_before(self, node: int) -> None:
-        keep = [a for a in self.active if a[4] >= node]
-        self.active = keep
-        self.offsets_sorted = [a[0] for a in keep]
+    def clear(self) -> None:
+        self.n = 0
 
-    def allocate(self, alignment: int, size: int, tid: int, first: int, last: int) -> int:
+    def purge_before(self, node: int) -> None:
+        n = self.n
+        keep = np.flatnonzero(self.last[:n] >= node)
+        for arr in (self.off, self.size, self.first, self.last):
+            arr[: len(keep)] = arr[keep]
+        self.n = len(keep)
+
+    def allocate(self, alignment: int, size: int, first: int, last: int) -> int:
         if size == 0:
             return 0
-        not_assigned = None
-        best_offset = not_assigned
+        n = self.n
+        best_offset = None
         best_fit = math.inf
         current = 0
-        for off, sz, _tid, a_first, a_last in self.active:
-            if a_last < first or a_first > last:
-                continue
-            aligned = -(-current // alignment) * alignment
-            if aligned + size <= off and off - aligned < best_fit:
-                best_offset = aligned
-                best_fit = off - current  # sic: unaligned, as in simple_memory_arena.cc
-            current = max(current, off + sz)
-            if best_fit == 0:
-                break
-        if best_offset is not_assigned:
+        if n:
+            idx = np.flatnonzero((self.last[:n] >= first) & (self.first[:n] <= last))
+            offs = self.off[idx].tolist()
+            ends = (self.off[idx] + self.size[idx]).tolist()
+            for off, end in zip(offs, ends):
+                aligned = -(-current // alignment) * alignment
+                if aligned + size <= off and off - aligned < best_fit:
+                    best_offset = aligned
+                    best_fit = off - current  # sic: unaligned, as in simple_memory_arena.cc
+                current = max(current, end)
+                if best_fit == 0:
+                    break
+        if best_offset is None:
             best_offset = -(-current // alignment) * alignment
         self.high_water_mark = max(self.high_water_mark, best_offset + size)
-        k = bisect.bisect_right(self.offsets_sorted, best_offset)  # std::upper_bound
-        self.offsets_sorted.insert(k, best_offset)
-        self.active.insert(k, (best_offset, size, tid, first, last))
+        k = int(np.searchsorted(self.off[:n], best_offset, side="right"))  # std::upper_bound
+        if n == len(self.off):
+            for name in ("off", "size", "first", "last"):
+                setattr(self, name, np.concatenate([getattr(self, name), np.zeros(n, dtype=np.int64)]))
+        for arr, v in ((self.off, best_offset), (self.size, size), (self.first, first), (self.last, last)):
+            arr[k + 1 : n + 1] = arr[k:n]
+            arr[k] = v
+        self.n = n + 1
         return best_offset
 
 
@@ -388,7 +409,7 @@ def plan_litert_ranges(
     if alignment <= 0:
         raise PlanningError(f"litert: alignment must be positive, got {alignment}")
     placed_ids = {b.id: b for b in problem.buffers}
-    arena = _Arena()
+    arena = _Arena(len(problem.buffers))
     offsets: dict[int, int] = {}
     order: list[int] = []
     last_active_node = NODE_NOT_ASSIGNED
@@ -403,14 +424,13 @@ def plan_litert_ranges(
             last_active_node = last_node
             continue
         if first_node < last_active_node:
-            arena.active.clear()  # ResetAllocs
-            arena.offsets_sorted.clear()
+            arena.clear()  # ResetAllocs
         else:
             arena.purge_before(first_node)  # PurgeActiveAllocs
         for b in todo:
             pb = placed_ids[b.id]
             last = NODE_NOT_ASSIGNED if pb.pinned else pb.last
-            offsets[pb.id] = arena.allocate(alignment, pb.size, pb.id, pb.first, last)
+            offsets[pb.id] = arena.allocate(alignment, pb.size, pb.first, last)
             order.append(pb.id)
         last_active_node = last_node
     for b in problem.buffers:
