@@ -150,12 +150,20 @@ def _read_nodes(ctx: int) -> tuple[list[int], list[dict]]:
 
 
 def _read_via_delegate(interp, subgraph: int) -> dict:
-    """Apply a no-op delegate; in its Prepare read tensors and nodes of ``subgraph``."""
+    """Apply a no-op delegate; in its Prepare read tensors and nodes of ``subgraph``.
+
+    ``Interpreter::ModifyGraphWithDelegate`` calls ``Prepare`` once per subgraph, in index
+    order; only the first call reads, and it reads the wanted subgraph through
+    ``AcquireSubgraphContext`` unless it already is that subgraph's context.
+    """
     got: dict = {}
+    primary = _ptr(interp._interpreter.interpreter())
 
     def prepare(ctx, _delegate):
+        if "tensors" in got or "error" in got:
+            return 0
         try:
-            if subgraph == 0:
+            if subgraph == 0 and ctx == primary:
                 got["plan"], got["nodes"] = _read_nodes(ctx)
                 got["tensors"] = _read_tensors(ctx)
             else:
@@ -168,7 +176,8 @@ def _read_via_delegate(interp, subgraph: int) -> dict:
                     got["plan"], got["nodes"] = _read_nodes(sub.value)
                     got["tensors"] = _read_tensors(sub.value)
                 finally:
-                    release(ctx, subgraph)
+                    if sub.value != ctx:
+                        release(ctx, subgraph)
         except Exception as e:  # never let an exception cross into C
             got["error"] = f"{type(e).__name__}: {e}"
         return 0  # kTfLiteOk: claim no node
@@ -268,19 +277,23 @@ def _hook(stage: str) -> None:
         os._exit(0)
 
 
-def probe(path: str, subgraph: int, input_shapes: dict) -> dict:
+def probe(path: str, subgraph: int, input_shapes: dict, invoke: bool = False) -> dict:
     interp = _make_interpreter(path, "builtin")
     _hook("loaded")
     resized = _resize_inputs(interp, input_shapes) if input_shapes else []
     interp.allocate_tensors()
     _hook("allocated")
+    if invoke:
+        # Graphs with dynamic tensors are planned in node ranges as Invoke reaches them.
+        _random_inputs(interp)
+        interp.invoke()
     wrapper = interp._interpreter
     n_sub = int(wrapper.NumSubgraphs())
     if not 0 <= subgraph < n_sub:
         raise ValueError(f"no subgraph {subgraph}; the runtime has {n_sub} (0..{n_sub - 1})")
     n_runtime = int(wrapper.NumTensors(subgraph)) if subgraph == 0 else None
     result: dict = {
-        "ok": True, "subgraph": subgraph, "resized_inputs": resized,
+        "ok": True, "subgraph": subgraph, "resized_inputs": resized, "invoked": bool(invoke),
         "num_model_tensors": _model_tensor_count(path, subgraph),
         "model_file_mappings": _file_mappings(path),
         "inputs": [int(i) for i in wrapper.InputIndices()] if subgraph == 0 else None,
@@ -491,12 +504,13 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--subgraph", type=int, default=0)
     p.add_argument("--input-shapes", default="{}")
     p.add_argument("--runs", type=int, default=3)
+    p.add_argument("--invoke", action="store_true", help="probe: read after one invocation")
     p.add_argument("--resolver", choices=["builtin", "default"], default="builtin")
     args = p.parse_args(argv)
     _hook("start")
     try:
         if args.mode == "probe":
-            out = probe(args.model, args.subgraph, json.loads(args.input_shapes))
+            out = probe(args.model, args.subgraph, json.loads(args.input_shapes), args.invoke)
         else:
             out = measure(args.model, args.runs, args.resolver)
     except _LayoutError as e:

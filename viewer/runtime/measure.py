@@ -158,6 +158,14 @@ def measure_report(path, runs: int = 3, timeout: float = 120.0, *,
     path = str(path)
     notes: list[str] = []
     probe = probe_model(path, timeout=timeout)
+    if probe.ok and probe.deferred:
+        again = probe_model(path, timeout=timeout, invoke=True)
+        if again.ok:
+            notes.append(
+                f"LiteRT deferred {len(probe.deferred)} arena tensors to Invoke (dynamic tensors); "
+                "the arena reported is the one after one invocation on random inputs "
+                f"(node ranges {list(again.node_ranges)})")
+            probe = again
     if not probe.ok:
         raise RuntimeProbeError(probe.error)
     notes.extend(probe.notes)
@@ -194,9 +202,12 @@ def measure_report(path, runs: int = 3, timeout: float = 120.0, *,
     weights = report["process"].get("model_mapping_rss_bytes") or None
     report["cgroup"] = cgroup_limits(max(peaks) if peaks else None, weights or os.path.getsize(path))
     if peaks:
-        notes.append("cgroup limits follow the larger of the two measured peaks "
-                     "(with and without XNNPACK); VmHWM includes the Python interpreter "
+        which = ("the larger of the two measured peaks (with and without XNNPACK)"
+                 if len(peaks) == 2 else "the one measured peak")
+        notes.append(f"cgroup limits follow {which}; VmHWM includes the Python interpreter "
                      "(see process.baseline), so a C++ deployment needs less")
+    else:
+        notes.append("no process was measured: memory.max and memory.high are null")
     if runs < 2:
         notes.append("one run only: later-run page faults are not measured")
     if not sys.platform.startswith("linux"):
@@ -216,11 +227,14 @@ def _replay_section(probe, notes: list[str]) -> dict[str, Any]:
     except ViewerError as e:
         notes.append(f"replay not run: {e}")
         return {"planner": "litert", "arena_bytes": None, "mismatched_tensors": None, "exact": None}
-    deferred = [t.id for t in probe.tensors
-                if t.allocation == "arena-rw" and t.nbytes > 0 and t.offset is None]
-    if deferred:
-        notes.append(f"LiteRT left {len(deferred)} arena tensors to be allocated during Invoke "
-                     "(dynamic tensors): the measured arena is partial")
+    if probe.deferred:
+        notes.append(f"LiteRT left {len(probe.deferred)} arena tensors to be allocated during "
+                     "Invoke (dynamic tensors): the measured arena is partial")
+    if not r.exact:
+        outside = [m.id for m in r.mismatched if m.measured is None]
+        if outside:
+            notes.append(f"replay: the analysis places tensors {outside[:10]} in the arena; the "
+                         "runtime keeps them outside (decided by kernels at prepare time)")
     return {"planner": r.planner, "arena_bytes": r.arena_bytes,
             "mismatched_tensors": r.mismatched_tensors, "exact": r.exact}
 

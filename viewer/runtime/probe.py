@@ -152,6 +152,46 @@ class RuntimeProbe:
     notes: tuple[str, ...] = ()
     nodes: tuple[RuntimeNode, ...] = ()
     inplace_aliases: Mapping[int, int] = field(default_factory=dict, compare=False, hash=False)
+    invoked: bool = False
+    inputs: tuple[int, ...] = ()
+    outputs: tuple[int, ...] = ()
+
+    @property
+    def deferred(self) -> tuple[int, ...]:
+        """Arena tensors with bytes, used by a runtime node, that the runtime has not placed yet.
+
+        After ``allocate_tensors()`` on a graph with dynamic tensors, LiteRT plans only up to the
+        first operator with a dynamic output and places the rest as ``Invoke`` reaches them;
+        probe with ``invoke=True`` to see the whole arena. (A tensor no runtime node uses, e.g. a
+        WHILE output the kernel replaced by -1 because it forwards an unchanged input, never
+        gets memory and is not counted.)
+        """
+        used = set(self.inputs) | set(self.outputs)
+        for node in self.nodes:
+            used.update(node.inputs, node.outputs, node.temporaries)
+        return tuple(t.id for t in self.tensors
+                     if t.allocation == "arena-rw" and t.nbytes > 0 and t.offset is None
+                     and t.id in used)
+
+    @property
+    def node_ranges(self) -> tuple[tuple[int, int], ...]:
+        """The ``ArenaPlanner::ExecuteAllocations(first, last)`` calls the runtime made.
+
+        ``Subgraph::PrepareOpsStartingAt`` stops after each operator with a dynamic output;
+        each stop ends one range (operator indices, inclusive). One range for a static graph.
+        """
+        n_ops = len(self.nodes)
+        if n_ops == 0:
+            return ((0, 0),)
+        out, start = [], 0
+        for pos, node in enumerate(self.nodes):
+            dyn = any(0 <= t < len(self.tensors) and self.tensors[t].allocation == "dynamic"
+                      for t in node.outputs)
+            if dyn and pos < n_ops - 1:
+                out.append((start, pos))
+                start = pos + 1
+        out.append((start, n_ops - 1))
+        return tuple(out)
 
     def tensor(self, index: int) -> RuntimeTensor:
         return self.tensors[index]
@@ -255,6 +295,7 @@ def probe_model(
     timeout: float = 60.0,
     *,
     check: bool = False,
+    invoke: bool = False,
 ) -> RuntimeProbe:
     """Run LiteRT on ``path`` in a subprocess and read back its tensor arena.
 
@@ -272,6 +313,9 @@ def probe_model(
         Seconds before the runtime process is killed.
     check : bool
         Raise instead of returning a probe with ``ok=False``.
+    invoke : bool
+        Run one invocation on random inputs before reading, so that a graph with dynamic
+        tensors has its whole arena placed (see :attr:`RuntimeProbe.deferred`).
 
     Returns
     -------
@@ -289,7 +333,9 @@ def probe_model(
         probe = RuntimeProbe(path, subgraph, ok=False, error=f"{path}: no such model file")
         return probe.check() if check else probe
     args = ["probe", path, "--subgraph", str(int(subgraph)), "--input-shapes", _shape_arg(input_shapes)]
-    raw = _run_child(args, path, timeout, "allocating tensors")
+    if invoke:
+        args.append("--invoke")
+    raw = _run_child(args, path, timeout, "allocating tensors" + (" and invoking" if invoke else ""))
     probe = probe_from_json(path, raw, subgraph)
     return probe.check() if check else probe
 
@@ -371,7 +417,9 @@ def probe_from_json(path: str, raw: Mapping[str, Any], subgraph: int = 0) -> Run
         path, subgraph, True, "", tuple(out), n_model, arena_bytes, base, node_temps,
         tuple(plan),
         tuple((int(r["input"]), tuple(int(s) for s in r["shape"])) for r in raw.get("resized_inputs", ())),
-        tuple(notes), nodes, aliases,
+        tuple(notes), nodes, aliases, bool(raw.get("invoked")),
+        tuple(int(t) for t in raw.get("inputs") or ()),
+        tuple(int(t) for t in raw.get("outputs") or ()),
     )
 
 

@@ -96,8 +96,27 @@ def with_runtime_aliases(analysis, aliases):
     return dataclasses.replace(analysis, usages=tuple(usages))
 
 
+def with_runtime_placement(analysis, probe: RuntimeProbe):
+    """``analysis`` without the tensors the runtime keeps outside its arena.
+
+    Kernels decide at prepare time that some outputs are dynamic (``kTfLiteDynamic``), persistent
+    (``SetTensorToPersistentRo``) or never get memory (e.g. WHILE outputs that forward an
+    unchanged input); the model file does not say so. This drops every usage whose runtime
+    region is not the arena.
+    """
+    import dataclasses
+
+    keep = tuple(
+        u for u in analysis.usages
+        if u.tensor >= len(probe.tensors) or probe.tensors[u.tensor].in_arena
+        or (u.nbytes == 0)
+    )
+    return dataclasses.replace(analysis, usages=keep)
+
+
 def replay(model, probe: RuntimeProbe, planner: str = "litert",
-           alignment: int = DEFAULT_ALIGNMENT, *, runtime_inplace: bool = False) -> ReplayResult:
+           alignment: int = DEFAULT_ALIGNMENT, *, runtime_inplace: bool = False,
+           runtime_placement: bool = False) -> ReplayResult:
     """Plan the runtime's tensors with ``planner`` and compare with where the runtime put them.
 
     Parameters
@@ -113,6 +132,11 @@ def replay(model, probe: RuntimeProbe, planner: str = "litert",
     runtime_inplace : bool
         Apply the runtime's in-place sharing (``probe.inplace_aliases``) on top of the
         analysis, so that only the planner is tested; False tests analysis and planner together.
+    runtime_placement : bool
+        Drop the tensors the runtime keeps outside its arena (:func:`with_runtime_placement`).
+
+    When the probe was taken after an invocation, the planner (``litert`` only) is run over the
+    runtime's node ranges (:attr:`RuntimeProbe.node_ranges`).
 
     Returns
     -------
@@ -128,8 +152,14 @@ def replay(model, probe: RuntimeProbe, planner: str = "litert",
     analysis = probe_analysis(model, probe)
     if runtime_inplace:
         analysis = with_runtime_aliases(analysis, probe.inplace_aliases)
+    if runtime_placement:
+        analysis = with_runtime_placement(analysis, probe)
     problem = analysis.problem()
-    plan = get_planner(planner).func(problem, alignment)
+    ranges = probe.node_ranges
+    if planner == "litert" and len(ranges) > 1:
+        plan = get_planner(planner).func(problem, alignment, node_ranges=list(ranges))
+    else:
+        plan = get_planner(planner).func(problem, alignment)
     planned = analysis.resolve_alias_offsets(plan.offsets)
     sizes = {u.tensor: u.nbytes for u in analysis.usages}
     measured = probe.offsets
