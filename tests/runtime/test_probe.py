@@ -244,3 +244,41 @@ def test_other_subgraphs_are_read_through_the_runtime():
     assert replay(load_model(path), probe).exact
     bad = probe_model(path, subgraph=5)
     assert not bad.ok and "no subgraph 5" in bad.error and str(path) in bad.error
+
+
+def _node(i, ins, outs, temps=(), inplace=0, code=0):
+    return {"index": i, "builtin_code": code, "inputs": list(ins), "outputs": list(outs),
+            "temporaries": list(temps), "inplace_operator": inplace}
+
+
+def test_in_place_aliases_follow_litert_rule_and_are_checked_against_pointers():
+    # in(0) -> CONV(1) -> t2 -> ADD(t2, t3) -> t4 (in-place on input 0) -> out t5.
+    base = 0x20000
+    tensors = [
+        _t(0, "arena-rw", base, 256), _t(1, "mmap-ro", None, 0), _t(2, "arena-rw", base + 256, 256),
+        _t(3, "arena-rw", base + 512, 256), _t(4, "arena-rw", base + 256, 256),
+        _t(5, "arena-rw", base + 768, 256),
+    ]
+    nodes = [_node(0, [0, 1], [2]), _node(1, [0], [3]),
+             _node(2, [2, 3], [4], inplace=4 | 8), _node(3, [4], [5])]
+    raw = {"ok": True, "num_model_tensors": 6, "model_file_mappings": [], "inputs": [0],
+           "outputs": [5], "tensors": tensors, "nodes": nodes, "execution_plan": [0, 1, 2, 3]}
+    probe = probe_from_json("m.tflite", raw)
+    assert dict(probe.inplace_aliases) == {4: 2}
+    assert probe.node_ranges == ((0, 3),) and probe.deferred == ()
+    # Pointers that disagree with the rule: the alias is dropped and a note says so.
+    tensors[4] = _t(4, "arena-rw", base + 1024, 256)
+    probe = probe_from_json("m.tflite", raw)
+    assert dict(probe.inplace_aliases) == {} and any("in-place" in n for n in probe.notes)
+
+
+def test_node_ranges_split_after_dynamic_outputs_and_deferred_tensors():
+    tensors = [_t(0, "arena-rw", 0x1000, 64), _t(1, "dynamic", 0x9000, 8),
+               _t(2, "arena-rw", None, 64), _t(3, "arena-rw", None, 64)]
+    nodes = [_node(0, [0], [1]), _node(1, [1], [2]), _node(2, [2], [-1])]
+    raw = {"ok": True, "num_model_tensors": 4, "model_file_mappings": [], "inputs": [0],
+           "outputs": [], "tensors": tensors, "nodes": nodes, "execution_plan": [0, 1, 2]}
+    probe = probe_from_json("m.tflite", raw)
+    assert probe.node_ranges == ((0, 0), (1, 2))
+    # Tensor 2 is used by a node but not placed yet; tensor 3 is used by none (never placed).
+    assert probe.deferred == (2,)
