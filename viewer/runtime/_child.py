@@ -184,8 +184,12 @@ def _read_via_delegate(interp, subgraph: int) -> dict:
 
     cb = _PREPARE(prepare)
     delegate = _Delegate(None, cb, None, None, None, _ALLOW_DYNAMIC_TENSORS, None)
-    interp._interpreter.ModifyGraphWithDelegate(ctypes.addressof(delegate))
     got["_keep"] = (cb, delegate)  # the runtime keeps the pointer; keep it alive
+    try:
+        interp._interpreter.ModifyGraphWithDelegate(ctypes.addressof(delegate))
+    except Exception as e:  # the runtime refused the delegate after our read, or before it
+        if "tensors" not in got:
+            got.setdefault("error", " ".join(f"{type(e).__name__}: {e}".split()))
     return got
 
 

@@ -208,6 +208,9 @@ def measure_report(path, runs: int = 3, timeout: float = 120.0, *,
                      "(see process.baseline), so a C++ deployment needs less")
     else:
         notes.append("no process was measured: memory.max and memory.high are null")
+    notes.append("Pss_File counts shared libraries (LiteRT, Python, numpy) besides the model "
+                 "file, shared with other processes; model_mapping_rss_bytes is the model "
+                 "file's own resident pages")
     if runs < 2:
         notes.append("one run only: later-run page faults are not measured")
     if not sys.platform.startswith("linux"):
