@@ -85,3 +85,24 @@ def test_analysis_in_place_sharing_agrees_with_the_runtime_kernels(name):
     assert ours == runtime
     for alias, root in runtime.items():
         assert probe.tensor(alias).offset == probe.tensor(root).offset
+
+
+@pytest.mark.shared
+@pytest.mark.parametrize("name, shapes", [
+    ("mobilenet_v2_224.tflite", {0: (2, 160, 160, 3)}),
+    ("mlperftiny_kws_dscnn_float.tflite", {0: (4, 49, 10, 1)}),
+])
+def test_replay_after_resizing_inputs_is_exact(name, shapes):
+    path = shared_model(name)
+    probe = probe_model(path, input_shapes=shapes, check=True)
+    assert probe.tensor(probe.resized_inputs[0][0]).shape == shapes[0]
+    r = replay(load_model(path), probe)
+    assert r.exact, r.mismatched[:5]
+
+
+@pytest.mark.shared
+def test_a_resize_the_runtime_rejects_is_one_line():
+    path = shared_model("unet_256.tflite")  # a fixed RESHAPE cannot take 128x128
+    probe = probe_model(path, input_shapes={0: (1, 128, 128, 3)})
+    assert not probe.ok and str(path) in probe.error and "RESHAPE" in probe.error
+    assert "\n" not in probe.error
