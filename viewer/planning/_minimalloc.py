@@ -211,6 +211,11 @@ class _Solver:
         self.heuristic = params.preordering_heuristics[0]
         self.overlaps = sw.overlaps
         self.members = sw.members
+        self.sec_lo_l = sw.sec_lo.tolist()
+        self.sec_hi_l = sw.sec_hi.tolist()
+        # Union of the section ranges of each buffer's overlapping buffers.
+        self.nb_lo = [int(sw.sec_lo[o].min()) if len(o) else 0 for o in sw.overlaps]
+        self.nb_hi = [int(sw.sec_hi[o].max()) if len(o) else 0 for o in sw.overlaps]
 
     # -- top level ------------------------------------------------------------------------
     def solve(self) -> str:
@@ -278,27 +283,37 @@ class _Solver:
         min_off = self.min_off
         offs = min_off[order]
         p = self.p
-        if p.dynamic_ordering:
-            # Smallest feasible offset first, the static preorder breaks ties (kDynamicComparator).
-            k = np.lexsort((rank[order], offs))
-            order = order[k]
-            offs = offs[k]
         size = self.size
-        min_height = int((offs + size[order]).min())
         C = self.C
         floor = self.floor
         total = self.total
-        sec_lo = self.sw.sec_lo
-        sec_hi = self.sw.sec_hi
+        sec_lo = self.sec_lo_l
+        sec_hi = self.sec_hi_l
         a_sec, b_sec = sec_range
         # Fast check: with a monotonic floor and section inference, every section's unplaced
         # bytes sit at or above the offset being tried, so off + max(total) must fit; the
         # parent's check already holds for sections this placement leaves alone.
         fast = p.monotonic_floor and p.section_inference
         t_max = int(total[a_sec:b_sec].max()) if fast else 0
+        min_height = int((offs + size[order]).min())
+        if p.dynamic_ordering:
+            # Smallest feasible offset first, the static preorder breaks ties (kDynamicComparator).
+            # Only offsets below the dominance and capacity limits can be tried: sort just those.
+            limit = _INF
+            if p.check_dominance:
+                limit = min_height
+            if fast:
+                limit = min(limit, C - t_max + 1)
+            sel = np.nonzero(offs < limit)[0]
+            cand = order[sel]
+            coffs = offs[sel]
+            k = np.lexsort((rank[cand], coffs))
+            order_l = cand[k].tolist()
+            offs_l = coffs[k].tolist()
+        else:
+            order_l = order.tolist()
+            offs_l = offs.tolist()
         align = self.align
-        order_l = order.tolist()
-        offs_l = offs.tolist()
         for j in range(len(order_l)):
             off = offs_l[j]
             if p.check_dominance and off >= min_height:
@@ -325,28 +340,35 @@ class _Solver:
             hatless = len(nb) == 0
             raise_ = nb[min_off[nb] < height]
             old_min = min_off[raise_]
-            min_off[raise_] = -(-height // align) * align
-            lo, hi = int(sec_lo[b]), int(sec_hi[b])
+            new_min = -(-height // align) * align
+            min_off[raise_] = new_min
+            lo, hi = sec_lo[b], sec_hi[b]
             old_floor = floor[lo:hi].copy()
             floor[lo:hi] = height
             total[lo:hi] -= sz
             uf = None
+            ok_ = True
             if p.unallocated_floor and len(raise_):
-                alo = int(sec_lo[raise_].min())
-                ahi = int(sec_hi[raise_].max())
-                mem = self.members[alo:ahi]
-                ok = mem >= 0
-                memc = np.where(ok, mem, 0)
-                live = ok & ~assigned[memc]
-                mo = np.where(live, min_off[memc], _INF).min(axis=1)
-                fl = floor[alo:ahi]
-                up = (mo < _INF) & (fl < mo)
-                if up.any():
-                    uf = (alo, ahi, fl.copy())
-                    floor[alo:ahi] = np.where(up, mo, fl)
-            if fast:
-                ok_ = uf is None or not ((floor[uf[0]:uf[1]] + total[uf[0]:uf[1]]) > C).any()
-            else:
+                # A section's unplaced buffers all sit at or above the lowest of their minimum
+                # offsets. Only sections where that could overflow need a look: every section
+                # touched holds a raised buffer, so its floor is at most new_min.
+                alo = self.nb_lo[b]
+                ahi = self.nb_hi[b]
+                tot = total[alo:ahi]
+                rows = np.nonzero(new_min + tot > C)[0] if fast else np.arange(ahi - alo)
+                if len(rows):
+                    mem = self.members[alo + rows]
+                    ok = mem >= 0
+                    memc = np.where(ok, mem, 0)
+                    live = ok & ~assigned[memc]
+                    mo = np.where(live, min_off[memc], _INF).min(axis=1)
+                    fl = np.maximum(floor[alo + rows], np.where(mo < _INF, mo, 0))
+                    if fast:
+                        ok_ = not ((fl + tot[rows]) > C).any()
+                    else:
+                        uf = (alo + rows, floor[alo + rows].copy())
+                        floor[alo + rows] = fl
+            if not fast:
                 ok_ = self.check(sec_range, off)
             status = INFEASIBLE
             if ok_:
@@ -356,7 +378,7 @@ class _Solver:
                     status = self.search(order, rank, sec_range, off, r, part_bufs)
             # Restore.
             if uf is not None:
-                floor[uf[0]:uf[1]] = uf[2]
+                floor[uf[0]] = uf[1]
             total[lo:hi] += sz
             floor[lo:hi] = old_floor
             min_off[raise_] = old_min

@@ -34,7 +34,7 @@ DEFAULT_TIME_LIMIT = 10.0
 NAME = "optimal"
 
 #: Ingredient names, in the order the planner uses them.
-INGREDIENTS = ("heuristics", "minimalloc", "cp_sat")
+INGREDIENTS = ("heuristics", "aligned_bound", "minimalloc", "cp_sat")
 
 
 def _check_alignment(alignment) -> int:
@@ -172,8 +172,11 @@ def _dfs_stage(st: _Anytime, start, end, size, idx, ids, alignment, params, budg
         if cap > hi or cap < lo:
             break
         remaining = stage_end - time.monotonic()
+        # The bound itself gets two thirds of the stage (a yes there ends everything); each
+        # later capacity half of what is left.
+        share = 2 / 3 if cap == st.bound and timed_out_at is None else 1 / 2
         res = mm.decide(start, end, size, cap, alignment, params=params,
-                        deadline=time.monotonic() + max(remaining / 2, 0.05),
+                        deadline=time.monotonic() + max(remaining * share, 0.05),
                         cancelled=st.cancelled, on_node=on_node, sw=sw)
         st.log.append({"stage": "minimalloc", "capacity": int(cap), "status": res.status,
                        "nodes": res.nodes, "seconds": round(res.seconds, 3),
@@ -296,7 +299,8 @@ def plan_optimal(
         Seconds; default :data:`DEFAULT_TIME_LIMIT` (10). The planner stops earlier when the
         arena meets the proven bound.
     ingredients : tuple of str
-        Which of ``heuristics``, ``minimalloc``, ``cp_sat`` to use (for benchmarks).
+        Which of ``heuristics``, ``aligned_bound`` (:func:`aligned_lower_bound`),
+        ``minimalloc``, ``cp_sat`` to use (for benchmarks; default all).
     params : viewer.planning._minimalloc.SearchParams, optional
         Switches for the MiniMalloc search's ingredients (default: all on).
     cp_sat_workers : int
@@ -332,7 +336,8 @@ def plan_optimal(
                      "start": {"planner": "", "arena_bytes": 0}, "found_by": "",
                      "lower_bound": 0, "log": [], "seconds": time.monotonic() - t0})
     st.raise_bound(problem.lower_bound())
-    st.raise_bound(aligned_lower_bound(first, last + 1, size_all, alignment))
+    if "aligned_bound" in ingredients:
+        st.raise_bound(aligned_lower_bound(first, last + 1, size_all, alignment))
     used: dict[str, Any] = {}
 
     # 1. Heuristics.
@@ -361,7 +366,7 @@ def plan_optimal(
 
     # 2. MiniMalloc-style decision searches.
     if "minimalloc" in ingredients and not st.done and len(nz):
-        share = 0.6 if "cp_sat" in ingredients else 1.0
+        share = 0.75 if "cp_sat" in ingredients else 1.0
         before = (st.best_arena, st.bound)
         budget = (st.deadline - time.monotonic()) * share
         used["minimalloc"] = {"result": _dfs_stage(st, start, end, size, nz, ids_all, alignment, params, budget),
