@@ -147,6 +147,17 @@ def test_equal_ties_follow_unordered_set_iteration():
     assert plan.offsets[5] < plan.offsets[4]
 
 
+def test_stale_alloc_queue_defers_to_the_buffers():
+    """A queue made before a what-if resized a buffer (or without one of them) still plans it."""
+    bufs = (Buffer(0, 0, 1, 16, True), Buffer(1, 0, 0, 500), Buffer(2, 1, 1, 100))
+    stale = ((Buffer(0, 0, 1, 16, True), Buffer(1, 0, 0, 5)), ())
+    problem = PlanningProblem(bufs, 2, stale)
+    assert [b.id for b in allocation_order(problem)] == [0, 1, 2]
+    assert [b.size for b in allocation_order(problem)] == [16, 500, 100]
+    plan = plan_litert(problem)
+    verify_plan(problem, plan)
+
+
 def test_unordered_set_order_and_rehash():
     s = UnorderedIntSet()
     for k in (3, 16, 5):  # 13 buckets: 3 and 16 share bucket 3

@@ -281,6 +281,20 @@ def allocation_order(
         aliases, persistent tensors) are included: they influence the unstable sort.
     """
     queue = [list(q) for q in problem.alloc_queue] if problem.alloc_queue else _default_queue(problem)
+    if problem.alloc_queue:
+        # The buffers are the truth for what they hold (a what-if may have resized them after
+        # the queue was made); a buffer the queue lacks is queued at its first operator.
+        placed = {b.id: b for b in problem.buffers}
+        queued: set[int] = set()
+        for q in queue:
+            for k, e in enumerate(q):
+                queued.add(e.id)
+                b = placed.get(e.id)
+                if b is not None and (b.size, b.first, b.pinned or e.pinned) != (e.size, e.first, e.pinned):
+                    q[k] = Buffer(e.id, b.first, b.last, b.size, b.pinned or e.pinned)
+        for b in problem.buffers:
+            if b.id not in queued:
+                queue[min(max(b.first, 0), len(queue) - 1)].append(b)
     if last_node is None:
         last_node = len(queue) - 1
     entries: list[Buffer] = []
