@@ -16,7 +16,7 @@ from dataclasses import dataclass
 import numpy as np
 import pyqtgraph as pg
 from pyqtgraph import Qt as _pgQt
-from pyqtgraph.Qt import QtCore, QtGui
+from pyqtgraph.Qt import QtCore, QtGui, QtWidgets
 
 from viewer.export.chart_data import ChartData
 from viewer.units import format_bytes
@@ -69,6 +69,9 @@ THEME = {
 }
 #: Rectangles drawn with an outline while there are at most this many (else fill only).
 OUTLINE_LIMIT = 20000
+#: The packing plot shows the arena up to this multiple of its size: room above the arena line
+#: for the widest-operator annotation and the line labels.
+HEADROOM = 1.17
 #: Alpha of rectangles filtered out (``set_min_held``).
 FADED_ALPHA = 35
 
@@ -290,7 +293,7 @@ class ChartPlot:
     breadth: pg.PlotItem
     item: PackingItem
     legend: pg.LegendItem
-    title: pg.LabelItem
+    title: "TitleItem"
     band: pg.LinearRegionItem
     breadth_band: pg.LinearRegionItem
     band_label: pg.TextItem
@@ -310,7 +313,7 @@ class ChartPlot:
         d = self.data
         top = max(d.arena_bytes, d.lower_bound, 1)
         self.packing.setXRange(0, max(d.num_ops, 1), padding=0.01)
-        self.packing.setYRange(0, top * 1.14 / self.y_scale, padding=0)
+        self.packing.setYRange(0, top * HEADROOM / self.y_scale, padding=0)
         btop = int(d.breadth.max()) if len(d.breadth) else 0
         self.breadth.setYRange(0, max(btop, d.lower_bound, 1) * 1.2 / self.breadth_scale, padding=0)
 
@@ -338,7 +341,39 @@ def _gap_text(data: ChartData) -> str:
     return f"{format_bytes(gap, 2)} ({pct:.2f}%)" if pct < 0.1 else f"{format_bytes(gap, 1)} ({pct:.1f}%)"
 
 
-def build_chart(data: ChartData, layout: pg.GraphicsLayout, *, legend_cols: int = 1) -> ChartPlot:
+class TitleItem(pg.GraphicsWidget):
+    """One line of bold text, centred, elided in the middle when the chart is too narrow
+    (a pyqtgraph ``LabelItem`` would force the layout to be as wide as its text)."""
+
+    def __init__(self, text: str, point_size: float = 13.0, color=(40, 40, 40)):
+        super().__init__()
+        self._text = text
+        self._font = QtGui.QFont()
+        self._font.setPointSizeF(point_size)
+        self._font.setBold(True)
+        self._color = QtGui.QColor(*color)
+        height = QtGui.QFontMetricsF(self._font).height() + 8
+        self.setMinimumHeight(height)
+        self.setMaximumHeight(height)
+        self.setMinimumWidth(40)
+        self.setSizePolicy(QtWidgets.QSizePolicy.Policy.Expanding, QtWidgets.QSizePolicy.Policy.Fixed)
+
+    def text(self) -> str:
+        return self._text
+
+    def shown_text(self) -> str:
+        """The text as drawn at the current width (elided when it does not fit)."""
+        fm = QtGui.QFontMetricsF(self._font)
+        return fm.elidedText(self._text, QtCore.Qt.TextElideMode.ElideMiddle, self.size().width() - 8)
+
+    def paint(self, p, *args):
+        p.setFont(self._font)
+        p.setPen(self._color)
+        p.drawText(self.boundingRect(), QtCore.Qt.AlignmentFlag.AlignCenter, self.shown_text())
+
+
+def build_chart(data: ChartData, layout: pg.GraphicsLayout, *, legend_cols: int = 1,
+                legend: str = "right", title_pt: float = 13.0) -> ChartPlot:
     """Fill ``layout`` with the complete chart of ``data``.
 
     Rows: the title; the packing plot (x = operator index in execution order, y = arena
@@ -353,6 +388,11 @@ def build_chart(data: ChartData, layout: pg.GraphicsLayout, *, legend_cols: int 
         Emptied first (e.g. ``GraphicsLayoutWidget.ci``).
     legend_cols : int
         Columns of legend entries.
+    legend : {"right", "inside"}
+        Legend in its own column right of the packing plot (wide images), or inside the
+        packing plot's top-right corner (narrow widgets; it can be dragged away).
+    title_pt : float
+        Point size of the title, which is elided in the middle when the chart is narrow.
 
     Returns
     -------
@@ -362,8 +402,8 @@ def build_chart(data: ChartData, layout: pg.GraphicsLayout, *, legend_cols: int 
     layout.setContentsMargins(8, 8, 12, 8)
     layout.setSpacing(4)
     fg = THEME["foreground"]
-    fg_hex = "#%02x%02x%02x" % fg
-    title = layout.addLabel(data.title, row=0, col=0, colspan=2, size="13pt", color=fg_hex, bold=True)
+    title = TitleItem(data.title, title_pt, fg)
+    layout.addItem(title, row=0, col=0, colspan=2)
 
     packing = pg.PlotItem(
         axisItems={"left": BytesAxisItem("left"), "bottom": OperatorAxisItem("bottom")}
@@ -386,6 +426,7 @@ def build_chart(data: ChartData, layout: pg.GraphicsLayout, *, legend_cols: int 
         _style_axis(plot.getAxis("left"), ylabel)
         _style_axis(plot.getAxis("bottom"), xlabel)
         plot.getAxis("left").setWidth(84)
+        plot.getAxis("left").setZValue(-100)  # its grid lines go behind the rectangles
         plot.getAxis("left").setStyle(maxTextLevel=0, hideOverlappingLabels=False)
         for side in ("top", "right"):
             plot.showAxis(side)
@@ -434,7 +475,7 @@ def build_chart(data: ChartData, layout: pg.GraphicsLayout, *, legend_cols: int 
         packing.addItem(edge)
         band_edges.append(edge)
     band_text = (
-        f"widest operator #{w} {data.widest_op_name}: breadth {format_bytes(data.lower_bound, 2)}"
+        f"widest operator #{w} {data.widest_op_name}"  # its breadth is the lower bound
         if w >= 0 else "no operators: the tensor arena is empty"
     )
     # Keep the annotation inside the plot: left-aligned near the start, right-aligned near the end.
@@ -444,17 +485,20 @@ def build_chart(data: ChartData, layout: pg.GraphicsLayout, *, legend_cols: int 
         band_text, color=THEME["band_text"], anchor=(ax, 0.0),
         fill=pg.mkBrush(255, 255, 255, 210),
     )
-    band_label.setPos(bx if w >= 0 else 0, top * 1.13 / ys)
+    band_label.setPos(bx if w >= 0 else 0, top * (HEADROOM - 0.005) / ys)
     band_label.setZValue(20)
     packing.addItem(band_label)
 
     # Lower bound and arena size.
     same = data.arena_bytes == data.lower_bound
+    lb_pos, lb_anchor = (0.02, (0, 0)) if frac > 0.5 else (0.98, (1, 0))
     lb_line = pg.InfiniteLine(
         pos=data.lower_bound / ys, angle=0, movable=False,
         pen=_pen(THEME["lower_bound"], 1.5, QtCore.Qt.PenStyle.DashLine),
         label=f"lower bound {format_bytes(data.lower_bound, 2)}",
-        labelOpts={"position": 0.02, "color": THEME["lower_bound"], "anchors": [(0, 1), (0, 1)],
+        # Under the line, on the side away from the widest operator (which touches the line);
+        # the arena's label sits right-aligned above its own line.
+        labelOpts={"position": lb_pos, "color": THEME["lower_bound"], "anchors": [lb_anchor] * 2,
                    "fill": pg.mkBrush(255, 255, 255, 210)},
     )
     arena_line = pg.InfiniteLine(
@@ -479,22 +523,30 @@ def build_chart(data: ChartData, layout: pg.GraphicsLayout, *, legend_cols: int 
         pos=data.lower_bound / bs, angle=0, movable=False,
         pen=_pen(THEME["lower_bound"], 1.5, QtCore.Qt.PenStyle.DashLine),
         label=f"lower bound {format_bytes(data.lower_bound, 2)}",
-        labelOpts={"position": 0.02, "color": THEME["lower_bound"], "anchors": [(0, 1), (0, 1)],
+        labelOpts={"position": lb_pos, "color": THEME["lower_bound"], "anchors": [lb_anchor] * 2,
                    "fill": pg.mkBrush(255, 255, 255, 210)},
     )
     blb.setZValue(15)
     breadth.addItem(blb)
 
     # Legend beside the packing plot.
-    legend = pg.LegendItem(
+    inside = legend == "inside"
+    legend_item = pg.LegendItem(
         colCount=legend_cols, labelTextColor=fg, labelTextSize="9pt",
-        brush=pg.mkBrush(255, 255, 255, 0), pen=None, verSpacing=-2,
+        offset=None,
+        brush=pg.mkBrush(255, 255, 255, 225 if inside else 0),
+        pen=pg.mkPen(190, 190, 190) if inside else None, verSpacing=-2,
     )
+    legend = legend_item
     heading = "colour: tensor kind" if data.color_by == "kind" else "colour: producer op"
-    legend.setParentItem(None)
-    layout.addItem(legend, row=1, col=1)
-    _legend_header = pg.PlotDataItem(pen=None)
-    legend.addItem(_legend_header, f"<b>{heading}</b>")
+    if inside:
+        legend.setParentItem(packing.getViewBox())
+        legend.setZValue(40)
+    else:
+        legend.setParentItem(None)
+        layout.addItem(legend, row=1, col=1)
+    if not inside:
+        legend.addItem(pg.PlotDataItem(pen=None), f"<b>{heading}</b>")
     for label, idx in data.legend:
         rgb = data.palette[idx]
         sample = pg.PlotDataItem(
@@ -502,23 +554,38 @@ def build_chart(data: ChartData, layout: pg.GraphicsLayout, *, legend_cols: int 
             symbolBrush=pg.mkBrush(*rgb), symbolPen=pg.mkPen(QtGui.QColor(*rgb).darker(160)),
         )
         legend.addItem(sample, label)
-    for line_pen, label in (
-        (_pen(THEME["arena"], 2), "arena size (high-water mark)"),
-        (_pen(THEME["lower_bound"], 2, QtCore.Qt.PenStyle.DashLine), "lower bound"),
-    ):
-        legend.addItem(pg.PlotDataItem([0, 1], [0, 0], pen=line_pen), label)
-    legend.addItem(
-        pg.PlotDataItem([0], [0], pen=None, symbol="s", symbolSize=11,
-                        symbolBrush=pg.mkBrush(THEME["band"]),
-                        symbolPen=pg.mkPen(THEME["band"][:3])),
-        "widest operator",
-    )
+    if not inside:  # inside the plot, keep it small: the lines and band are labelled in place
+        for line_pen, label in (
+            (_pen(THEME["arena"], 2), "arena size (high-water mark)"),
+            (_pen(THEME["lower_bound"], 2, QtCore.Qt.PenStyle.DashLine), "lower bound"),
+        ):
+            legend.addItem(pg.PlotDataItem([0, 1], [0, 0], pen=line_pen), label)
+        legend.addItem(
+            pg.PlotDataItem([0], [0], pen=None, symbol="s", symbolSize=11,
+                            symbolBrush=pg.mkBrush(THEME["band"]),
+                            symbolPen=pg.mkPen(THEME["band"][:3])),
+            "widest operator",
+        )
 
     legend.updateSize()
-    size = legend.geometry().size()
-    legend.setMinimumSize(size)
-    legend.setMaximumSize(size)
-    layout.layout.setAlignment(legend, QtCore.Qt.AlignmentFlag.AlignTop | QtCore.Qt.AlignmentFlag.AlignLeft)
+    if not inside:
+        size = legend.geometry().size()
+        legend.setMinimumSize(size)
+        legend.setMaximumSize(size)
+        layout.layout.setAlignment(
+            legend, QtCore.Qt.AlignmentFlag.AlignTop | QtCore.Qt.AlignmentFlag.AlignLeft)
+
+    if inside:
+        vb = packing.getViewBox()
+
+        def place_legend(*_):
+            # Top-left, just under the arena line (the band and line labels live above it).
+            y = vb.mapViewToScene(QtCore.QPointF(0, top / ys)).y() - vb.sceneBoundingRect().top()
+            legend.anchor(itemPos=(0, 0), parentPos=(0, 0), offset=(6, max(6.0, y + 4)))
+
+        vb.sigRangeChanged.connect(place_legend)
+        vb.sigResized.connect(place_legend)
+        place_legend()
 
     plot = ChartPlot(
         data=data, packing=packing, breadth=breadth, item=item, legend=legend, title=title,

@@ -215,7 +215,9 @@ def export_chart_data(data, path: str | Path, *, width: int = 1600, height: int 
     widget.setBackground(THEME["background"])
     widget.setWindowTitle(data.title)
     try:
-        chart = build_chart(data, widget.ci)
+        # The legend gets its own column when there is room for it, else sits inside the plot.
+        chart = build_chart(data, widget.ci, legend="right" if width >= 1000 else "inside",
+                            title_pt=13.0 if width >= 1000 else 11.0)
         if faded is not None:
             chart.item.set_faded(faded)
         return render_widget(widget, path, width, height)

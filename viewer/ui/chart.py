@@ -237,7 +237,7 @@ class PackingChart(QWidget):
             self._analysis, self._plan, color_by=self._color_mode,
             model_name=self._model_name, subgraph=self._subgraph,
         )
-        self._chart = build_chart(self._data, self.view.ci)
+        self._chart = build_chart(self._data, self.view.ci, legend="inside", title_pt=11.0)
         self._chart.packing.setMenuEnabled(True)
         if self._min_held > 0:
             self._chart.item.set_faded(self._faded_mask())
