@@ -42,6 +42,11 @@ def test_one_rectangle_per_planned_tensor_and_widest_band(chart, qtbot):
     assert chart.rect_count() == len(a.usages) == 6
     assert chart.widest_band() == (float(a.widest_op), float(a.widest_op + 1))
     assert int(np.argmax(a.breadth)) == a.widest_op == 1
+    # The packing plot gets most of the height, the breadth curve a strip under it.
+    packing = chart.chart_plot().packing.getViewBox().sceneBoundingRect()
+    breadth = chart.chart_plot().breadth.getViewBox().sceneBoundingRect()
+    assert packing.height() > 0.5 * chart.height() and breadth.height() > 0.08 * chart.height()
+    assert breadth.top() > packing.bottom()
 
 
 def test_hover_and_click_resolve_to_the_tensor_under_the_mouse(chart, qtbot):

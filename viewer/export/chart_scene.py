@@ -352,11 +352,15 @@ class TitleItem(pg.GraphicsWidget):
         self._font.setPointSizeF(point_size)
         self._font.setBold(True)
         self._color = QtGui.QColor(*color)
-        height = QtGui.QFontMetricsF(self._font).height() + 8
-        self.setMinimumHeight(height)
-        self.setMaximumHeight(height)
+        self._height = QtGui.QFontMetricsF(self._font).height() + 8
+        self.setMinimumHeight(self._height)
         self.setMinimumWidth(40)
         self.setSizePolicy(QtWidgets.QSizePolicy.Policy.Expanding, QtWidgets.QSizePolicy.Policy.Fixed)
+
+    def sizeHint(self, which, constraint=QtCore.QSizeF()):
+        if which == QtCore.Qt.SizeHint.MaximumSize:
+            return QtCore.QSizeF(1e6, self._height)
+        return QtCore.QSizeF(40 if which == QtCore.Qt.SizeHint.MinimumSize else 400, self._height)
 
     def text(self) -> str:
         return self._text
@@ -398,6 +402,7 @@ def build_chart(data: ChartData, layout: pg.GraphicsLayout, *, legend_cols: int 
     -------
     ChartPlot
     """
+    geometry = QtCore.QRectF(layout.geometry())  # what the view gave it
     layout.clear()
     layout.setContentsMargins(8, 8, 12, 8)
     layout.setSpacing(4)
@@ -574,6 +579,10 @@ def build_chart(data: ChartData, layout: pg.GraphicsLayout, *, legend_cols: int 
         legend.setMaximumSize(size)
         layout.layout.setAlignment(
             legend, QtCore.Qt.AlignmentFlag.AlignTop | QtCore.Qt.AlignmentFlag.AlignLeft)
+
+    # Emptying a shown layout shrinks it to its minimum size; give it back the view's size.
+    if geometry.height() > 0 and geometry.width() > 0:
+        layout.setGeometry(geometry)
 
     if inside:
         vb = packing.getViewBox()
