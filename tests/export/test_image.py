@@ -97,10 +97,14 @@ def test_bad_output_is_a_usage_error_naming_the_file(tmp_path, name, kwargs, mat
     assert str(tmp_path / name) in str(e.value)
 
 
-def test_headless_export_in_a_subprocess(tmp_path):
-    """No DISPLAY, no WAYLAND_DISPLAY, no QT_QPA_PLATFORM: export still works (offscreen)."""
+@pytest.mark.parametrize("platform", [None, "xcb"])
+def test_headless_export_in_a_subprocess(tmp_path, platform):
+    """No DISPLAY, no WAYLAND_DISPLAY, and no QT_QPA_PLATFORM or one that needs a display
+    (Qt would abort on xcb): export still works, on the offscreen platform."""
     env = {k: v for k, v in os.environ.items()
            if k not in ("DISPLAY", "WAYLAND_DISPLAY", "QT_QPA_PLATFORM")}
+    if platform:
+        env["QT_QPA_PLATFORM"] = platform
     env["PYTHONPATH"] = os.pathsep.join([str(ROOT), str(ROOT / "tests")])
     code = (
         "import sys, os\n"

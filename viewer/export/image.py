@@ -15,6 +15,8 @@ from viewer.errors import UsageError, ViewerError
 from viewer.planning.types import Plan
 
 SUFFIXES = (".png", ".svg")
+#: Qt platforms that draw without a display server.
+HEADLESS_PLATFORMS = ("offscreen", "minimal", "minimalegl", "vnc", "eglfs", "linuxfb", "vkkhrdisplay")
 #: Limits of the image size, in pixels.
 MIN_SIZE, MAX_SIZE = 200, 16384
 
@@ -22,9 +24,11 @@ MIN_SIZE, MAX_SIZE = 200, 16384
 def ensure_qt_app():
     """Return the running ``QApplication``, creating one if there is none.
 
-    With no display (neither ``DISPLAY`` nor ``WAYLAND_DISPLAY`` set, and no platform chosen
-    in ``QT_QPA_PLATFORM``) the offscreen platform is forced first, so this works on a headless
-    server. A ``QCoreApplication`` that is not a ``QApplication`` cannot draw widgets.
+    With no display (neither ``DISPLAY`` nor ``WAYLAND_DISPLAY`` set) the offscreen platform is
+    forced first, so this works on a headless server, unless ``QT_QPA_PLATFORM`` already names
+    a platform that needs no display (offscreen, minimal, vnc, eglfs, linuxfb). Qt would abort
+    the process on a platform such as xcb without a display. A ``QCoreApplication`` that is not
+    a ``QApplication`` cannot draw widgets.
 
     Raises
     ------
@@ -32,7 +36,8 @@ def ensure_qt_app():
         When a non-GUI ``QCoreApplication`` already runs.
     """
     if not os.environ.get("DISPLAY") and not os.environ.get("WAYLAND_DISPLAY"):
-        if not os.environ.get("QT_QPA_PLATFORM"):
+        chosen = os.environ.get("QT_QPA_PLATFORM", "").split(":")[0].strip().lower()
+        if chosen not in HEADLESS_PLATFORMS:
             os.environ["QT_QPA_PLATFORM"] = "offscreen"
     from pyqtgraph.Qt import QtWidgets
 
