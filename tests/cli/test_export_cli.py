@@ -61,10 +61,14 @@ def test_svg_with_a_named_planner_overwrites(tmp_path, capsys, qapp):
         (["-o", "{tmp}/c.png", "--subgraph", "4"], "no subgraph 4"),
         (["-o", "{tmp}/c.png", "--width", "5"], "--width 5"),
         (["-o", "{tmp}/missing/c.png"], "does not exist"),
+        (["-o", "{tmp}/folder.svg"], "is a folder"),
+        (["-o", "{tmp}/folder.png"], "is a folder"),
     ],
 )
 def test_bad_input_is_one_line_and_exit_2(tmp_path, capsys, extra, expect):
     model = write(tmp_path, "chain.tflite", add_chain(2))
+    (tmp_path / "folder.svg").mkdir()
+    (tmp_path / "folder.png").mkdir()
     argv = ["export", model] + [a.format(tmp=tmp_path) for a in extra]
     rc, _, err = run_cli(capsys, *argv)
     assert rc == 2

@@ -36,17 +36,16 @@ def add_parser(sub) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from viewer.export.image import SUFFIXES, export_chart
+    from viewer.export.image import MAX_SIZE, MIN_SIZE, check_output, export_chart
     from viewer.planning.run import best_plan_name, run_planners
     from viewer.whatif.pipeline import prepare
 
     out = str(args.output)
-    if not out.lower().endswith(SUFFIXES):
-        raise UsageError(f"{out}: unknown image type; use .png or .svg")
     for name in ("width", "height"):
         v = getattr(args, name)
-        if not 200 <= v <= 16384:
-            raise UsageError(f"--{name} {v}: use 200..16384 pixels")
+        if not MIN_SIZE <= v <= MAX_SIZE:
+            raise UsageError(f"--{name} {v}: use {MIN_SIZE}..{MAX_SIZE} pixels")
+    check_output(out, args.width, args.height)  # before the model is read and planned
     edits = edits_from_args(args)
     prep = prepare(args.model, args.subgraph, edits)
     problem = prep.analysis.problem()

@@ -49,7 +49,15 @@ def ensure_qt_app():
     return app
 
 
-def _check(path: Path, width: int, height: int) -> str:
+def check_output(path: str | Path, width: int, height: int) -> str:
+    """Check an output image path and size before any work; return its suffix.
+
+    Raises
+    ------
+    viewer.errors.UsageError
+        Unknown suffix, size out of range, missing folder, a folder, no write permission.
+    """
+    path = Path(path)
     suffix = path.suffix.lower()
     if suffix not in SUFFIXES:
         raise UsageError(
@@ -58,8 +66,13 @@ def _check(path: Path, width: int, height: int) -> str:
     for name, v in (("width", width), ("height", height)):
         if not isinstance(v, int) or not MIN_SIZE <= v <= MAX_SIZE:
             raise UsageError(f"{path}: {name} {v!r} px is out of range ({MIN_SIZE}..{MAX_SIZE})")
-    if not path.parent.exists() and str(path.parent) not in ("", "."):
+    parent = path.parent if str(path.parent) not in ("",) else Path(".")
+    if not parent.exists():
         raise UsageError(f"{path}: folder {path.parent} does not exist")
+    if path.is_dir():
+        raise UsageError(f"{path}: is a folder, not an image file")
+    if not os.access(path if path.exists() else parent, os.W_OK):
+        raise UsageError(f"{path}: cannot write here (permission denied)")
     return suffix
 
 
@@ -79,7 +92,7 @@ def render_widget(widget, path: str | Path, width: int, height: int) -> Path:
     from pyqtgraph.Qt import QtCore, QtGui, QtWidgets
 
     path = Path(path)
-    suffix = _check(path, width, height)
+    suffix = check_output(path, width, height)
     app = QtWidgets.QApplication.instance()
     old_size = widget.size()
     widget.resize(width, height)
@@ -188,7 +201,7 @@ def export_chart(
         When the file cannot be written.
     """
     path = Path(path)
-    _check(path, width, height)
+    check_output(path, width, height)
     from viewer.export.chart_data import build_chart_data
 
     data = build_chart_data(
@@ -210,7 +223,7 @@ def export_chart_data(data, path: str | Path, *, width: int = 1600, height: int 
         As :func:`export_chart`.
     """
     path = Path(path)
-    _check(path, width, height)
+    check_output(path, width, height)
     ensure_qt_app()
     import pyqtgraph as pg
 
