@@ -147,6 +147,8 @@ def test_clear_and_select_nothing(chart):
     assert chart._overlays == []
     chart.clear()
     assert chart.rect_count() == 0 and chart.drawn_offsets() == {} and chart.tensor_at(1, 1) is None
+    chart.set_view(a, plan_of(a), model_name="m", subgraph=0)  # after clear(): full size again
+    assert chart.chart_plot().packing.getViewBox().sceneBoundingRect().height() > 0.5 * chart.height()
 
 
 def test_export_writes_the_requested_size(chart, tmp_path):

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import numpy as np
 import pyqtgraph as pg
-from PySide6.QtCore import QEvent, QObject, QPointF, Qt, Signal
+from PySide6.QtCore import QEvent, QObject, QPointF, QRectF, Qt, Signal
 from PySide6.QtWidgets import QToolTip, QVBoxLayout, QWidget
 
 from viewer.analysis.types import Analysis
@@ -101,6 +101,7 @@ class PackingChart(QWidget):
         self._overlays = []
         self._hovered = -1
         self.view.ci.clear()
+        self._fit_layout()
 
     def set_color_mode(self, mode: str) -> None:
         """Colour rectangles by tensor kind (``"kind"``) or by producer op type (``"op"``).
@@ -238,10 +239,15 @@ class PackingChart(QWidget):
             model_name=self._model_name, subgraph=self._subgraph,
         )
         self._chart = build_chart(self._data, self.view.ci, legend="inside", title_pt=11.0)
+        self._fit_layout()
         self._chart.packing.setMenuEnabled(True)
         if self._min_held > 0:
             self._chart.item.set_faded(self._faded_mask())
         self._update_selection()
+
+    def _fit_layout(self) -> None:
+        """Give the layout the whole view again (emptying a shown layout shrinks it)."""
+        self.view.ci.setGeometry(QRectF(self.view.viewport().rect()))
 
     def _update_selection(self) -> None:
         chart, d, a = self._chart, self._data, self._analysis
