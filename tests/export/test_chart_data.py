@@ -154,3 +154,20 @@ def test_litert_plan_is_drawn_where_the_runtime_put_each_tensor():
     assert drawn == dict(probe.offsets)
     assert any(KINDS[k] == "temporary" for k in d.kind) and any(KINDS[k] == KIND_ALIAS for k in d.kind)
     assert np.array_equal(np.sort(d.tensor), np.sort([u.tensor for u in a.usages]))
+
+
+def test_colour_by_op_gives_clashing_op_types_different_colours():
+    from viewer.export.chart_data import op_slot
+
+    names = [f"CUSTOM_{i}" for i in range(100)]
+    x = names[0]
+    y = next(n for n in names[1:] if op_slot(n) == op_slot(x))  # same preferred colour
+    sg = synthetic_subgraph()
+    ops = (dataclasses.replace(sg.operators[0], op_name=x),
+           dataclasses.replace(sg.operators[1], op_name=y)) + sg.operators[2:]
+    a = analyze(dataclasses.replace(sg, operators=ops))
+    d = build_chart_data(a, plan_of(a), color_by="op")
+    colours = {label: d.palette[i] for label, i in d.legend}
+    assert colours[x] != colours[y]
+    assert len(set(colours.values())) == len(colours)
+    assert colours[min(x, y)] == op_color(min(x, y))  # the first by name keeps its own

@@ -58,12 +58,13 @@ KIND_LABELS: Mapping[str, str] = {
     KIND_ALIAS: "in-place (alias)",
 }
 
-#: The op palette (Tableau 20). An op type keeps its colour across models and runs.
+#: The op palette (Tableau 20 without its greys, which mean "no producer" and "other ops").
+#: An op type keeps its colour across models and runs (see :func:`op_color`).
 OP_PALETTE: tuple[tuple[int, int, int], ...] = (
     (31, 119, 180), (255, 127, 14), (44, 160, 44), (214, 39, 40), (148, 103, 189),
     (140, 86, 75), (227, 119, 194), (188, 189, 34), (23, 190, 207), (174, 199, 232),
     (255, 187, 120), (152, 223, 138), (255, 152, 150), (197, 176, 213), (196, 156, 148),
-    (247, 182, 210), (219, 219, 141), (158, 218, 229), (127, 127, 127), (199, 199, 199),
+    (247, 182, 210), (219, 219, 141), (158, 218, 229),
 )
 #: Fixed palette slots for the most common op types, so they never collide.
 _OP_SLOTS = {
@@ -75,7 +76,7 @@ _OP_SLOTS = {
 }
 #: Colour of tensors no operator produces (graph inputs, variables) in op mode.
 NO_PRODUCER_COLOR = (170, 170, 170)
-NO_PRODUCER_LABEL = "graph input / variable (no producer)"
+NO_PRODUCER_LABEL = "no producer (graph input)"
 OTHER_OPS_COLOR = (110, 110, 110)
 #: At most this many op types get their own legend entry; the rest share "other ops".
 MAX_OP_LEGEND = 14
@@ -83,12 +84,16 @@ MAX_OP_LEGEND = 14
 COLOR_MODES = ("kind", "op")
 
 
-def op_color(op_name: str) -> tuple[int, int, int]:
-    """Stable colour of an op type: a fixed slot for common ops, else a CRC32 of the name."""
+def op_slot(op_name: str) -> int:
+    """Preferred palette slot of an op type: fixed for common ops, else a CRC32 of the name."""
     slot = _OP_SLOTS.get(op_name)
-    if slot is None:
-        slot = zlib.crc32(op_name.encode()) % len(OP_PALETTE)
-    return OP_PALETTE[slot]
+    return zlib.crc32(op_name.encode()) % len(OP_PALETTE) if slot is None else slot
+
+
+def op_color(op_name: str) -> tuple[int, int, int]:
+    """Preferred colour of an op type (the same in every model and run). Within one chart, an
+    op whose preferred slot another op already holds takes the next free slot."""
+    return OP_PALETTE[op_slot(op_name)]
 
 
 @dataclass(frozen=True, eq=False)
@@ -298,13 +303,21 @@ def _op_colors(producer_op: np.ndarray, nbytes: np.ndarray):
     shown = ranked[:MAX_OP_LEGEND]
     if len(ranked) > MAX_OP_LEGEND:  # make room for "other ops"
         shown = ranked[: MAX_OP_LEGEND - 1]
+    # Give each shown op its preferred colour; on a clash, the next free one. Common ops (fixed
+    # slots) choose first, then the rest by name, so colours do not depend on the plan.
+    colour_of: dict[str, int] = {}
+    for name in sorted(shown, key=lambda n: (n not in _OP_SLOTS, n)):
+        k = op_slot(name)
+        while k in colour_of.values() and len(colour_of) < len(OP_PALETTE):
+            k = (k + 1) % len(OP_PALETTE)
+        colour_of[name] = k
     palette: list[tuple[int, int, int]] = []
     legend: list[tuple[str, int]] = []
     slot: dict[str, int] = {}
     for name in shown:
         slot[name] = len(palette)
         legend.append((name, len(palette)))
-        palette.append(op_color(name))
+        palette.append(OP_PALETTE[colour_of[name]])
     other = len(palette)
     if len(ranked) > len(shown):
         legend.append((f"other ops ({len(ranked) - len(shown)} types)", other))

@@ -536,6 +536,8 @@ def build_chart(data: ChartData, layout: pg.GraphicsLayout, *, legend_cols: int 
 
     # Legend beside the packing plot.
     inside = legend == "inside"
+    if inside and legend_cols == 1 and len(data.legend) > 5:
+        legend_cols = 2  # a shorter box over the data
     legend_item = pg.LegendItem(
         colCount=legend_cols, labelTextColor=fg, labelTextSize="9pt",
         offset=None,
