@@ -480,7 +480,7 @@ def build_chart(data: ChartData, layout: pg.GraphicsLayout, *, legend_cols: int 
         packing.addItem(edge)
         band_edges.append(edge)
     band_text = (
-        f"widest operator #{w} {data.widest_op_name}"  # its breadth is the lower bound
+        f"widest operator #{w} {data.widest_op_name}: breadth {format_bytes(data.lower_bound, 2)}"
         if w >= 0 else "no operators: the tensor arena is empty"
     )
     # Keep the annotation inside the plot: left-aligned near the start, right-aligned near the end.
@@ -590,9 +590,9 @@ def build_chart(data: ChartData, layout: pg.GraphicsLayout, *, legend_cols: int 
         vb = packing.getViewBox()
 
         def place_legend(*_):
-            # Top-left, just under the arena line (the band and line labels live above it).
+            # Top-left, under the arena line and the lower-bound label that may sit under it.
             y = vb.mapViewToScene(QtCore.QPointF(0, top / ys)).y() - vb.sceneBoundingRect().top()
-            legend.anchor(itemPos=(0, 0), parentPos=(0, 0), offset=(6, max(6.0, y + 4)))
+            legend.anchor(itemPos=(0, 0), parentPos=(0, 0), offset=(6, max(6.0, y + 24)))
 
         vb.sigRangeChanged.connect(place_legend)
         vb.sigResized.connect(place_legend)
