@@ -15,8 +15,31 @@ from dataclasses import dataclass
 
 import numpy as np
 import pyqtgraph as pg
-from pyqtgraph import Qt as _pgQt
 from pyqtgraph.Qt import QtCore, QtGui, QtWidgets
+
+try:  # pyqtgraph's numpy-backed QRectF array (internal API, present since 0.12.4)
+    from pyqtgraph.Qt.internals import PrimitiveArray as _PrimitiveArray
+except ImportError:  # pragma: no cover - other pyqtgraph versions
+    _PrimitiveArray = None
+
+
+class _RectList:
+    """Fallback for :class:`PrimitiveArray`: a list of QRectF built from the same numpy rows."""
+
+    def __init__(self):
+        self._mem = np.zeros((0, 4))
+
+    def resize(self, n):
+        self._mem = np.zeros((n, 4))
+
+    def ndarray(self):
+        return self._mem
+
+    def __len__(self):
+        return len(self._mem)
+
+    def drawargs(self):
+        return ([QtCore.QRectF(*row) for row in self._mem.tolist()],)
 
 from viewer.export.chart_data import ChartData
 from viewer.units import format_bytes
@@ -155,7 +178,7 @@ class PackingItem(pg.GraphicsObject):
                 rows = order[s:e]
                 # Keep the rows' original order inside a group (aliases last, drawn on top).
                 rows = np.sort(rows)
-                arr = _pgQt.internals.PrimitiveArray(QtCore.QRectF, 4)
+                arr = _PrimitiveArray(QtCore.QRectF, 4) if _PrimitiveArray else _RectList()
                 arr.resize(len(rows))
                 mem = arr.ndarray()
                 mem[:, 0] = x0[rows]
