@@ -182,6 +182,10 @@ def test_resource_handle_is_persistent_and_read_variable_output_dynamic():
     an = analyze(sg)
     assert an.outside[1] == OUT_RESOURCE and an.outside[2] == OUT_DYNAMIC_OUTPUT
     assert spans(an) == {0: (0, 2), 3: (2, 2)}
+    # A resource handle passed in as a graph input is an ordinary arena tensor.
+    assign = (Operator(0, "ASSIGN_VARIABLE", 0, None, 1, (1, 0), ()),)
+    as_input = Subgraph(0, "main", tensors, assign, (0, 1), ())
+    assert spans(analyze(as_input)) == {0: (0, 0), 1: (0, 0)}
 
 
 def test_temporaries_live_at_their_operator_and_queue_after_outputs():

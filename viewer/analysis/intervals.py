@@ -10,7 +10,8 @@ Follows LiteRT's ``ArenaPlanner::PlanAllocations`` (tflite/arena_planner.cc):
 - the outputs of operators whose every input is constant are computed once at prepare time into
   persistent memory (kernels that call ``SetTensorToPersistentRo``, e.g. DEQUANTIZE, DENSIFY);
 - variables live in LiteRT's separate persistent arena (``kTfLiteArenaRwPersistent``);
-- resource handles (VAR_HANDLE outputs) live in the persistent arena; READ_VARIABLE's output is
+- resource handles made by VAR_HANDLE live in the persistent arena (a resource graph input
+  stays in the arena); READ_VARIABLE's output is
   dynamic (allocated while the model runs);
 - a tensor that is only read (no producer, not a graph input) is never allocated by the planner,
   and operator ``intermediates`` are not seen by it at all;
@@ -44,7 +45,7 @@ from viewer.analysis.types import (
     Temporary,
     TensorUsage,
 )
-from viewer.model.types import FLAG_RESOURCE, FLAG_STRING, FLAG_VARIANT, Subgraph
+from viewer.model.types import FLAG_STRING, FLAG_VARIANT, Subgraph
 
 #: Operators whose kernels fold an all-constant input into a persistent output at prepare time.
 FOLDING_OPS = frozenset({"DEQUANTIZE", "DENSIFY"})
@@ -126,6 +127,8 @@ def analyze(subgraph: Subgraph, *, temporaries: Iterable[Temporary] = ()) -> Ana
             if valid(t):
                 consumers.setdefault(t, []).append(op.index)
 
+    # VAR_HANDLE's kernel puts its resource handle in the persistent arena (measured).
+    handles = {t for op in subgraph.operators if op.op_name == "VAR_HANDLE" for t in op.outputs if valid(t)}
     dynamic_outputs = {
         t for op in subgraph.operators if op.op_name in DYNAMIC_OUTPUT_OPS
         for t in op.outputs if valid(t)
@@ -142,7 +145,7 @@ def analyze(subgraph: Subgraph, *, temporaries: Iterable[Temporary] = ()) -> Ana
         tensor = tensors[t]
         if tensor.is_constant:
             return "mmap"
-        if t in persistent or tensor.is_variable or FLAG_RESOURCE in tensor.flags:
+        if t in persistent or tensor.is_variable or t in handles:
             return "persistent"
         if tensor.flags & {FLAG_STRING, FLAG_VARIANT} or t in dynamic_outputs:
             return "dynamic"
@@ -226,7 +229,7 @@ def analyze(subgraph: Subgraph, *, temporaries: Iterable[Temporary] = ()) -> Ana
         if tensor.is_variable:
             outside[t] = OUT_VARIABLE
             continue
-        if FLAG_RESOURCE in tensor.flags:
+        if t in handles:
             outside[t] = OUT_RESOURCE
             continue
         if w == "dynamic":
