@@ -27,6 +27,7 @@ from viewer.errors import PlanCancelled, PlanningError
 from viewer.planning import _minimalloc as mm
 from viewer.planning.registry import register
 from viewer.planning.types import DEFAULT_ALIGNMENT, Plan, PlanningProblem
+from viewer.units import format_bytes
 
 #: Seconds when ``time_limit`` is None.
 DEFAULT_TIME_LIMIT = 10.0
@@ -139,8 +140,13 @@ class _Anytime:
         total = max(self.deadline - self.t0, 1e-9)
         frac = min(max((time.monotonic() - self.t0) / total, self._last_fraction), 0.99)
         self._last_fraction = frac
-        gap = self.best_arena - self.bound
-        self.progress(frac, message or f"optimal: arena {self.best_arena} B, bound {self.bound} B, gap {gap} B")
+        self.progress(frac, message or self.summary())
+
+    def summary(self) -> str:
+        """``optimal: arena 1.2 MiB, bound 1.1 MiB (gap 4.0%)``."""
+        gap = (self.best_arena - self.bound) / self.best_arena if self.best_arena else 0.0
+        return (f"optimal: arena {format_bytes(self.best_arena)}, bound {format_bytes(self.bound)} "
+                f"(gap {gap:.1%})")
 
 
 def _dfs_stage(st: _Anytime, start, end, size, idx, ids, alignment, params, budget: float) -> str:
@@ -247,7 +253,7 @@ def _cp_sat_stage(st: _Anytime, start, end, size, idx, ids, alignment, workers: 
         if not cancelled and st.cancelled is not None and st.cancelled():
             cancelled = True
             solver.stop_search()
-        st.report(f"optimal: CP-SAT, arena {st.best_arena} B, bound {st.bound} B")
+        st.report(st.summary().replace("optimal:", "optimal (CP-SAT):"))
     if cancelled:
         raise PlanCancelled("optimal planner cancelled")
     status = box.get("status")
@@ -395,5 +401,6 @@ def plan_optimal(
         "seconds": time.monotonic() - t0,
     }
     if progress is not None:
-        progress(1.0, f"optimal: arena {arena} B, {'proven optimal' if proven else f'bound {bound} B'}")
+        progress(1.0, f"optimal: arena {format_bytes(arena)}, "
+                      + ("proven optimal" if proven else f"bound {format_bytes(bound)} (gap {stats['gap']:.1%})"))
     return Plan(NAME, offsets, int(arena), alignment, proven, int(bound), stats)
