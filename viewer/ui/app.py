@@ -21,9 +21,9 @@ def application(argv: list[str] | None = None) -> QApplication:
     return app
 
 
-def run_gui(path: str | None = None, *, model: Model | None = None, subgraph: int = 0,
-            measure: bool | None = None) -> int:
-    """Open the window on ``path`` (the demo model when None) and run the event loop.
+def create_window(path: str | None = None, *, model: Model | None = None, subgraph: int = 0,
+                  measure: bool | None = None):
+    """Show a :class:`~viewer.ui.main_window.MainWindow` that opens ``path`` (the demo when None).
 
     Parameters
     ----------
@@ -33,19 +33,33 @@ def run_gui(path: str | None = None, *, model: Model | None = None, subgraph: in
         ``path`` already read (the CLI reads it first so a bad file exits with code 2).
     subgraph : int
     measure : bool, optional
-        Run the LiteRT runtime probe; default: the saved setting.
+        Run the LiteRT runtime probe; default: the saved setting (on).
+    """
+    from viewer.resources import DEMO_MODEL, resource_path
+    from viewer.ui.main_window import MainWindow
+
+    application()
+    win = MainWindow(measure=measure)
+    win.show()
+    win.open_model(str(path) if path is not None else str(resource_path(DEMO_MODEL)),
+                   model=model, subgraph=subgraph)
+    return win
+
+
+def exec_app(app: QApplication) -> int:
+    """Run the event loop until the last window closes."""
+    return int(app.exec())
+
+
+def run_gui(path: str | None = None, *, model: Model | None = None, subgraph: int = 0,
+            measure: bool | None = None) -> int:
+    """Open the window (see :func:`create_window`) and run the event loop.
 
     Returns
     -------
     int
         The event loop's exit code.
     """
-    from viewer.resources import DEMO_MODEL, resource_path
-    from viewer.ui.main_window import MainWindow
-
     app = application()
-    win = MainWindow(measure=measure)
-    win.show()
-    win.open_model(str(path) if path is not None else str(resource_path(DEMO_MODEL)),
-                   model=model, subgraph=subgraph)
-    return int(app.exec())
+    win = create_window(path, model=model, subgraph=subgraph, measure=measure)  # noqa: F841 (kept alive)
+    return exec_app(app)

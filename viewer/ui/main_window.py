@@ -244,6 +244,18 @@ class MainWindow(QMainWindow):
         self.runner.submit(request)
 
     def _on_runner_response_ready(self, resp: AnalysisResponse) -> None:
+        previous = self._resp
+        try:
+            self._apply_response(resp)
+        except Exception as e:  # never a crash: say what failed, keep the window usable
+            if os.environ.get("ARENA_VIEWER_DEBUG"):
+                raise
+            self._resp = previous
+            msg = f"{resp.request.path}: cannot show the result: {type(e).__name__}: {e}"
+            self.open_failed.emit(msg)
+            dialogs.show_error(self, "Cannot show model", msg)
+
+    def _apply_response(self, resp: AnalysisResponse) -> None:
         new_model = self._resp is None or self._resp.model is not resp.model
         self._resp = resp
         self._edits = resp.request.edits

@@ -39,7 +39,7 @@ class _NumItem(QTableWidgetItem):
     def __init__(self, text: str, value: float):
         super().__init__(text)
         self.setData(Qt.ItemDataRole.UserRole, value)
-        self.setTextAlignment(int(Qt.AlignmentFlag.AlignRight | Qt.AlignmentFlag.AlignVCenter))
+        self.setTextAlignment(Qt.AlignmentFlag.AlignRight | Qt.AlignmentFlag.AlignVCenter)
 
     def __lt__(self, other):  # noqa: D105
         return self.data(Qt.ItemDataRole.UserRole) < other.data(Qt.ItemDataRole.UserRole)

@@ -77,7 +77,7 @@ class TensorTableModel(QAbstractTableModel):
                 return f"{v:,}"
             return str(v)
         if role == Qt.ItemDataRole.TextAlignmentRole and isinstance(v, int):
-            return int(Qt.AlignmentFlag.AlignRight | Qt.AlignmentFlag.AlignVCenter)
+            return Qt.AlignmentFlag.AlignRight | Qt.AlignmentFlag.AlignVCenter
         return None
 
     def headerData(self, section, orientation, role=Qt.ItemDataRole.DisplayRole):  # noqa: N802

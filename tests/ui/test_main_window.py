@@ -1,0 +1,362 @@
+"""The main window, offscreen, with real models from ../shared/models open."""
+
+from __future__ import annotations
+
+import json
+import sys
+
+import numpy as np
+import pytest
+from PySide6.QtCore import QMimeData, QPointF, QSettings, Qt, QTimer, QUrl
+from PySide6.QtGui import QDragEnterEvent, QDropEvent, QImage
+from PySide6.QtWidgets import QMessageBox
+
+from tests.conftest import shared_model
+from viewer.export.chart_data import build_chart_data
+from viewer.planning.verify import verify_plan
+from viewer.resources import DEMO_MODEL, resource_path
+from viewer.ui import dialogs
+from viewer.ui.main_window import MainWindow
+from viewer.ui.workers import MEASURED
+
+pytestmark = pytest.mark.shared
+
+SMALL = "coral_mobilenet_v1_0.25_128_quant.tflite"  # 31 operators, loads in LiteRT
+
+
+@pytest.fixture
+def settings(tmp_path):
+    s = QSettings(str(tmp_path / "settings.ini"), QSettings.Format.IniFormat)
+    yield s
+    s.sync()
+
+
+@pytest.fixture
+def window(qtbot, settings):
+    w = MainWindow(settings=settings, measure=False)
+    qtbot.addWidget(w)
+    w.show()
+    yield w
+    w.runner.shutdown()
+
+
+def open_and_wait(qtbot, w, path, **kw):
+    with qtbot.waitSignal(w.view_changed, timeout=60_000):
+        w.open_model(str(path), **kw)
+    return w.response
+
+
+@pytest.fixture
+def dialogs_seen(monkeypatch):
+    """Record every warning dialog instead of showing it."""
+    seen = []
+    monkeypatch.setattr(QMessageBox, "warning", staticmethod(lambda parent, title, text, *a: seen.append((title, text))))
+    return seen
+
+
+def test_open_shared_model_fills_chart_side_panel_and_table(qtbot, window):
+    path = shared_model(SMALL)
+    resp = open_and_wait(qtbot, window, path)
+    a = resp.analysis
+    assert window.windowTitle().startswith(SMALL)
+    assert window.planner == resp.best
+    # Every plan is valid for the problem, none beats the lower bound.
+    for plan in resp.plans.values():
+        verify_plan(a.problem(), plan)
+        assert plan.arena_bytes >= a.lower_bound_bytes
+    # The side panel shows the figures; the planner table has one row per plan.
+    assert f"{a.lower_bound_bytes:,} B" in window.side.lower_label.text()
+    assert f"{a.naive_bytes:,} B" in window.side.naive_label.text()
+    assert f"{resp.model.weights_bytes:,} B" in window.side.weights_label.text()
+    assert "reclaimable" in window.side.weights_label.text()
+    assert window.side.planner_table.rowCount() == len(resp.plans)
+    # The operator profile lists the widest operator's live tensors, largest first.
+    assert window.side.profile_op == a.widest_op
+    prof = a.operator_profile(a.widest_op)
+    assert window.side.profile_table.rowCount() == len(prof)
+    assert sum(e.nbytes for e in prof) == int(a.breadth[a.widest_op]) == a.lower_bound_bytes
+    # The tensor table has every arena tensor; the chart draws the chosen plan.
+    assert window.table.model.rowCount() == len(a.usages)
+    assert window.chart.drawn_offsets() == build_chart_data(a, resp.plans[window.planner]).offsets()
+
+
+def test_litert_plan_matches_the_runtime_offsets(qtbot, settings):
+    """With measured kernel temporaries, the 'litert' plan drawn is where LiteRT puts each tensor."""
+    from ai_edge_litert.interpreter import Interpreter, OpResolverType
+
+    path = shared_model(SMALL)
+    window = MainWindow(settings=settings, measure=True)
+    qtbot.addWidget(window)
+    resp = open_and_wait(qtbot, window, path)
+    assert resp.analysis.temporaries_ops  # the runtime's kernel temporaries are in the analysis
+    window.set_planner("litert")
+    drawn = window.chart.drawn_offsets()
+    it = Interpreter(model_path=str(path),
+                     experimental_op_resolver_type=OpResolverType.BUILTIN_WITHOUT_DEFAULT_DELEGATES)
+    it.allocate_tensors()
+    addr = {u.tensor: it.tensor(u.tensor)().ctypes.data for u in resp.analysis.usages
+            if u.nbytes > 0 and u.tensor < len(resp.analysis.subgraph.tensors)}
+    base = min(addr.values()) - min(drawn[t] for t in addr)
+    assert {t: a - base for t, a in addr.items()} == {t: drawn[t] for t in addr}
+    window.runner.shutdown()
+
+
+def test_switching_planner_changes_drawn_offsets(qtbot, window):
+    resp = open_and_wait(qtbot, window, shared_model("unet_256.tflite"))
+    window.set_planner("naive")
+    naive = window.chart.drawn_offsets()
+    assert naive == build_chart_data(resp.analysis, resp.plans["naive"]).offsets()
+    window.set_planner("litert")
+    litert = window.chart.drawn_offsets()
+    assert window.planner == "litert"
+    assert litert != naive
+    assert max(litert[t] for t in litert) < max(naive[t] for t in naive)
+    # The side panel's arena follows the plan; the table's offset column too.
+    assert f"{resp.plans['litert'].arena_bytes:,} B" in window.side.arena_label.text()
+    # Keyboard: Ctrl+] steps to the next planner.
+    names = list(resp.plans)
+    window.next_planner_action.trigger()
+    assert window.planner == names[(names.index("litert") + 1) % len(names)]
+
+
+def test_switching_planners_many_times_does_not_exhaust_none(qtbot, window):
+    """PySide6 6.12 on Python 3.11 steals a reference to None per invalid QVariant returned;
+    pyqtgraph redraws did it ~2,300 times per planner switch and aborted the process."""
+    resp = open_and_wait(qtbot, window, shared_model("unet_256.tflite"))
+    names = list(resp.plans)
+    before = sys.getrefcount(None)
+    for k in range(40):
+        window.set_planner(names[k % len(names)])
+    assert window.chart.drawn_offsets() == build_chart_data(
+        resp.analysis, resp.plans[window.planner]).offsets()
+    if sys.version_info < (3, 12):
+        assert sys.getrefcount(None) > 1 << 39 and before > 1 << 39
+
+
+def test_bad_file_opens_dialog_and_window_stays_usable(qtbot, window, tmp_path, dialogs_seen):
+    good = shared_model(SMALL)
+    before = open_and_wait(qtbot, window, good)
+    bad = tmp_path / "broken.tflite"
+    bad.write_bytes(b"\x1c\x00\x00\x00NOPE" + b"\x00" * 40)
+    with qtbot.waitSignal(window.open_failed, timeout=30_000) as blocker:
+        window.open_model(str(bad))
+    assert len(dialogs_seen) == 1
+    title, text = dialogs_seen[0]
+    assert str(bad) in text and "\n" not in text and text == blocker.args[0]
+    # What was shown stays, and the window still opens models.
+    assert window.response is before
+    assert window.windowTitle().startswith(SMALL)
+    again = open_and_wait(qtbot, window, shared_model("unet_256.tflite"))
+    assert again.model.path.endswith("unet_256.tflite")
+    # A missing file too.
+    with qtbot.waitSignal(window.open_failed, timeout=30_000):
+        window.open_model(str(tmp_path / "missing.tflite"))
+    assert len(dialogs_seen) == 2 and "missing.tflite" in dialogs_seen[1][1]
+
+
+def _drop(window, paths):
+    md = QMimeData()
+    md.setUrls([QUrl.fromLocalFile(str(p)) for p in paths])
+    enter = QDragEnterEvent(QPointF(10, 10), Qt.DropAction.CopyAction, md,
+                            Qt.MouseButton.LeftButton, Qt.KeyboardModifier.NoModifier)
+    window.dragEnterEvent(enter)
+    drop = QDropEvent(QPointF(10, 10), Qt.DropAction.CopyAction, md,
+                      Qt.MouseButton.LeftButton, Qt.KeyboardModifier.NoModifier)
+    if enter.isAccepted():
+        window.dropEvent(drop)
+    return enter.isAccepted()
+
+
+def test_drag_and_drop_opens_tflite_and_ignores_other_files(qtbot, window, tmp_path):
+    txt = tmp_path / "notes.txt"
+    txt.write_text("hello")
+    assert window.acceptDrops()
+    assert not _drop(window, [txt])
+    assert window.response is None and not window.runner.busy
+    path = shared_model(SMALL)
+    with qtbot.waitSignal(window.view_changed, timeout=60_000):
+        assert _drop(window, [path])
+    assert window.response.model.path == str(path)
+
+
+def test_recent_files_are_remembered_and_reopen(qtbot, settings, window):
+    a, b = shared_model(SMALL), shared_model("unet_256.tflite")
+    open_and_wait(qtbot, window, a)
+    open_and_wait(qtbot, window, b)
+    open_and_wait(qtbot, window, resource_path(DEMO_MODEL))  # the demo is not listed
+    assert window.recent_files() == [str(b), str(a)]
+    # A new window with the same settings lists them, most recent first, and reopens one.
+    w2 = MainWindow(settings=settings, measure=False)
+    qtbot.addWidget(w2)
+    actions = [x for x in w2.recent_menu.actions() if x.data()]
+    assert [x.data() for x in actions] == [str(b), str(a)]
+    with qtbot.waitSignal(w2.view_changed, timeout=60_000):
+        actions[1].trigger()
+    assert w2.response.model.path == str(a)
+    w2.runner.shutdown()
+
+
+def test_export_image_and_json_write_files_and_confirm_overwrite(qtbot, window, tmp_path, monkeypatch):
+    from viewer.export.report import build_report
+
+    resp = open_and_wait(qtbot, window, shared_model(SMALL))
+    png, svg, js = tmp_path / "c.png", tmp_path / "c.svg", tmp_path / "r.json"
+    assert window.export_image(str(png), 800, 500) == str(png)
+    img = QImage(str(png))
+    assert (img.width(), img.height()) == (800, 500)
+    assert window.export_image(str(svg), 800, 500) == str(svg)
+    assert svg.read_text().lstrip().startswith("<?xml") and "<svg" in svg.read_text()
+    assert window.export_json(str(js)) == str(js)
+    report = json.loads(js.read_text())
+    expected = json.loads(json.dumps(build_report(
+        resp.model, 0, resp.analysis, resp.plans, resp.best,
+        notes=(resp.measure_note,) if resp.measure_note else ())))
+    for key in ("plans", "tensors", "best_plan"):
+        assert report[key] == expected[key]
+    # Never overwrite silently: "No" keeps the file, "Yes" replaces it.
+    asked = []
+    monkeypatch.setattr(QMessageBox, "question", staticmethod(
+        lambda *a, **k: asked.append(a) or QMessageBox.StandardButton.No))
+    js.write_text("keep me")
+    assert window.export_json(str(js)) is None
+    assert js.read_text() == "keep me" and len(asked) == 1
+    monkeypatch.setattr(QMessageBox, "question", staticmethod(
+        lambda *a, **k: QMessageBox.StandardButton.Yes))
+    assert window.export_json(str(js)) == str(js)
+    assert json.loads(js.read_text())["best_plan"] == resp.best
+
+
+def test_export_image_asks_for_size_and_file(qtbot, window, tmp_path, monkeypatch):
+    open_and_wait(qtbot, window, shared_model(SMALL))
+    from PySide6.QtWidgets import QFileDialog
+
+    class FakeDialog:
+        DialogCode = dialogs.ExportImageDialog.DialogCode
+
+        def __init__(self, parent):
+            pass
+
+        def exec(self):
+            return self.DialogCode.Accepted
+
+        def values(self):
+            return 640, 360, "png"
+
+    monkeypatch.setattr(dialogs, "ExportImageDialog", FakeDialog)
+    out = tmp_path / "picked"
+    monkeypatch.setattr(QFileDialog, "getSaveFileName", staticmethod(lambda *a, **k: (str(out), "")))
+    assert window.export_image() == str(out) + ".png"
+    assert QImage(str(out) + ".png").size().toTuple() == (640, 360)
+
+
+def test_selection_stays_in_sync_between_chart_table_and_details(qtbot, window):
+    resp = open_and_wait(qtbot, window, shared_model("unet_256.tflite"))
+    a = resp.analysis
+    big = max(a.usages, key=lambda u: u.nbytes).tensor
+    # Chart -> table and details.
+    window.chart.tensor_selected.emit(big)
+    assert window.selected_tensor == big
+    assert window.table.selected_tensor() == big
+    assert a.tensor_name(big) in window.side.tensor_label.text()
+    # Table -> chart.
+    other = next(u.tensor for u in a.usages if u.tensor != big)
+    window.table.view.selectRow(window.table.proxy.mapFromSource(
+        window.table.model.index(window.table.model.row_of(other), 0)).row())
+    assert window.selected_tensor == other
+    assert window.chart.selected_tensor() == other
+    # Search filters the table.
+    window.table.search.setText(a.tensor_name(other))
+    assert other in window.table.visible_tensors()
+    assert len(window.table.visible_tensors()) < len(a.usages)
+    # The table sorts by bytes, numerically.
+    window.table.search.clear()
+    window.table.view.sortByColumn(3, Qt.SortOrder.DescendingOrder)
+    sizes = [a.usage(t).nbytes for t in window.table.visible_tensors()]
+    assert sizes == sorted(sizes, reverse=True)
+
+
+def test_operator_click_lists_its_profile_and_held_filter_reaches_chart(qtbot, window, monkeypatch):
+    resp = open_and_wait(qtbot, window, shared_model("unet_256.tflite"))
+    a = resp.analysis
+    op = 3 if a.widest_op != 3 else 4
+    window.chart.operator_clicked.emit(op)
+    assert window.side.profile_op == op
+    assert window.side.profile_table.rowCount() == len(a.operator_profile(op))
+    assert f"#{op} {a.op_name(op)}" in window.side.profile_label.text()
+    held = []
+    monkeypatch.setattr(window.chart, "set_min_held", held.append)
+    window.side.min_held_changed.disconnect()
+    window.side.min_held_changed.connect(window.chart.set_min_held)
+    window.side.min_held_spin.setValue(5)
+    assert held == [5]
+
+
+def test_subgraph_selector_for_multi_subgraph_model(qtbot, window):
+    path = shared_model("litert_testdata_multi_subgraphs_while.tflite")
+    resp = open_and_wait(qtbot, window, path)
+    n = len(resp.model.subgraphs)
+    assert n == 3 and window.side.subgraph_combo.isVisibleTo(window)
+    assert window.side.subgraph_combo.count() == n
+    with qtbot.waitSignal(window.view_changed, timeout=60_000):
+        window.side.subgraph_combo.setCurrentIndex(1)
+    assert window.response.request.subgraph == 1
+    assert window.response.model is resp.model  # not read again
+    assert window.response.analysis.subgraph is resp.model.subgraphs[1]
+
+
+def test_measured_plan_and_note_when_the_runtime_fails(qtbot, settings):
+    w = MainWindow(settings=settings, measure=True)
+    qtbot.addWidget(w)
+    resp = open_and_wait(qtbot, w, shared_model(SMALL))
+    assert MEASURED in resp.plans and resp.measure_note == ""
+    assert resp.plans[MEASURED].arena_bytes == resp.probe.arena_bytes
+    assert "measured" in w.side.measured_label.text() or "arena" in w.side.measured_label.text()
+    w.set_planner(MEASURED)
+    assert w.chart.drawn_offsets() == build_chart_data(resp.analysis, resp.plans[MEASURED]).offsets()
+    # A model LiteRT cannot prepare (a custom op): planned views stay, with a note why.
+    resp = open_and_wait(qtbot, w, shared_model("coral_bodypix_mnv1_512_decoder.tflite"))
+    assert MEASURED not in resp.plans and "litert" in resp.plans
+    assert resp.measure_note.startswith("not measured:")
+    assert "PosenetDecoderOp" in w.side.measured_label.text()
+    assert w.chart.drawn_offsets()
+    w.runner.shutdown()
+
+
+# --- the entry point ----------------------------------------------------------------------
+
+
+def test_cli_bad_model_exits_2_with_one_line(tmp_path, capsys):
+    from viewer.cli import main
+
+    bad = tmp_path / "bad.tflite"
+    bad.write_bytes(b"garbage")
+    assert main([str(bad)]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.count("\n") == 0 and str(bad) in err
+    assert main(["gui", str(tmp_path / "missing.tflite")]) == 2
+    assert "no such file" in capsys.readouterr().err
+
+
+def test_cli_without_model_opens_the_demo(qtbot, qapp, tmp_path, monkeypatch):
+    """`arena-viewer` with no MODEL opens the window on the built-in demo model."""
+    from viewer.cli import main
+    from viewer.ui import app as app_mod
+
+    QSettings.setPath(QSettings.Format.IniFormat, QSettings.Scope.UserScope, str(tmp_path))
+    QSettings.setPath(QSettings.Format.NativeFormat, QSettings.Scope.UserScope, str(tmp_path))
+    seen = {}
+
+    def fake_exec(app):  # instead of the blocking event loop: wait for the first view, close
+        (win,) = [w for w in app.topLevelWidgets() if isinstance(w, MainWindow) and w.isVisible()]
+        qtbot.waitUntil(lambda: win.response is not None, timeout=60_000)
+        seen["path"] = win.response.model.path
+        seen["measure"] = win.measure_action.isChecked()
+        win.close()
+        return 0
+
+    monkeypatch.setattr(app_mod, "exec_app", fake_exec)
+    assert main(["gui", "--no-measure"]) == 0
+    assert seen == {"path": str(resource_path(DEMO_MODEL)), "measure": False}
+    model = shared_model(SMALL)
+    assert main([str(model), "--no-measure"]) == 0
+    assert seen["path"] == str(model)
