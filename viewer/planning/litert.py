@@ -243,20 +243,21 @@ def _heap_sort(a, first, last, less) -> None:
         _adjust_heap(a, first, 0, last - first, v, less)
 
 
-def _default_queue(problem: PlanningProblem) -> list[list[Buffer]]:
-    """``nodes_to_tensors_`` insertion order when the problem carries none.
+def _default_queue(problem: PlanningProblem) -> dict[int, list[Buffer]]:
+    """``nodes_to_tensors_`` insertion order when the problem carries none (non-empty nodes).
 
     Node 0 queues the never-freed tensors that start there (graph inputs, variables), by id;
     every node then queues the other buffers that start there, by id.
     """
     n = max(problem.num_ops, 1)
-    queue: list[list[Buffer]] = [[] for _ in range(n)]
+    queue: dict[int, list[Buffer]] = {}
     whole = sorted((b for b in problem.buffers if b.first == 0 and b.pinned), key=lambda b: b.id)
-    queue[0].extend(whole)
+    if whole:
+        queue[0] = list(whole)
     seen = {b.id for b in whole}
     for b in sorted(problem.buffers, key=lambda b: (b.first, b.id)):
         if b.id not in seen:
-            queue[min(max(b.first, 0), n - 1)].append(b)
+            queue.setdefault(min(max(b.first, 0), n - 1), []).append(b)
     return queue
 
 
@@ -280,13 +281,14 @@ def allocation_order(
         in ``CreateTensorAllocationVector`` order. Entries not in ``problem.buffers`` (in-place
         aliases, persistent tensors) are included: they influence the unstable sort.
     """
-    queue = [list(q) for q in problem.alloc_queue] if problem.alloc_queue else _default_queue(problem)
     if problem.alloc_queue:
+        queue = {k: list(q) for k, q in enumerate(problem.alloc_queue) if q}
+        n_nodes = len(problem.alloc_queue)
         # The buffers are the truth for what they hold (a what-if may have resized them after
         # the queue was made); a buffer the queue lacks is queued at its first operator.
         placed = {b.id: b for b in problem.buffers}
         queued: set[int] = set()
-        for q in queue:
+        for q in queue.values():
             for k, e in enumerate(q):
                 queued.add(e.id)
                 b = placed.get(e.id)
@@ -294,11 +296,14 @@ def allocation_order(
                     q[k] = Buffer(e.id, b.first, b.last, b.size, b.pinned or e.pinned)
         for b in problem.buffers:
             if b.id not in queued:
-                queue[min(max(b.first, 0), len(queue) - 1)].append(b)
+                queue.setdefault(min(max(b.first, 0), n_nodes - 1), []).append(b)
+    else:
+        queue = _default_queue(problem)
+        n_nodes = max(problem.num_ops, 1)
     if last_node is None:
-        last_node = len(queue) - 1
+        last_node = n_nodes - 1
     entries: list[Buffer] = []
-    for node in range(first_node, min(last_node, len(queue) - 1) + 1):
+    for node in sorted(k for k in queue if first_node <= k <= last_node):
         by_id: dict[int, Buffer] = {}
         s = UnorderedIntSet()
         for b in queue[node]:
