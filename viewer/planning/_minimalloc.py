@@ -35,6 +35,8 @@ ABORTED = "aborted"  # node limit of one round-robin turn (internal)
 CANCELLED = "cancelled"
 
 _INF = np.iinfo(np.int64).max // 4
+_min = np.minimum.reduce  # skips ndarray.min's Python-level wrapper (hot loop)
+_max = np.maximum.reduce
 
 
 @dataclass(frozen=True)
@@ -188,7 +190,10 @@ class _Solver:
         self.assigned = np.zeros(n, bool)
         self.offset = np.full(n, -1, np.int64)
         self.solution = np.full(n, -1, np.int64)
-        self.min_off = np.zeros(n, np.int64)
+        # Minimum feasible offset of each unplaced buffer; _INF once placed. One extra entry
+        # (index n, always _INF) pads ``members``.
+        self.min_off = np.zeros(n + 1, np.int64)
+        self.min_off[n] = _INF
         S = sw.num_sections
         self.floor = np.zeros(S, np.int64)
         self.total = np.zeros(S, np.int64)
@@ -210,7 +215,7 @@ class _Solver:
         self.nodes_remaining = _INF
         self.heuristic = params.preordering_heuristics[0]
         self.overlaps = sw.overlaps
-        self.members = sw.members
+        self.members = np.where(sw.members >= 0, sw.members, n)
         self.sec_lo_l = sw.sec_lo.tolist()
         self.sec_hi_l = sw.sec_hi.tolist()
         # Union of the section ranges of each buffer's overlapping buffers.
@@ -294,8 +299,8 @@ class _Solver:
         # bytes sit at or above the offset being tried, so off + max(total) must fit; the
         # parent's check already holds for sections this placement leaves alone.
         fast = p.monotonic_floor and p.section_inference
-        t_max = int(total[a_sec:b_sec].max()) if fast else 0
-        min_height = int((offs + size[order]).min())
+        t_max = int(_max(total[a_sec:b_sec])) if fast else 0
+        min_height = int(_min(offs + size[order]))
         if p.dynamic_ordering:
             # Smallest feasible offset first, the static preorder breaks ties (kDynamicComparator).
             # Only offsets below the dominance and capacity limits can be tried: sort just those.
@@ -304,7 +309,7 @@ class _Solver:
                 limit = min_height
             if fast:
                 limit = min(limit, C - t_max + 1)
-            sel = np.nonzero(offs < limit)[0]
+            sel = (offs < limit).nonzero()[0]
             cand = order[sel]
             coffs = offs[sel]
             k = np.lexsort((rank[cand], coffs))
@@ -333,41 +338,44 @@ class _Solver:
                 continue
             # Place b at off.
             assigned[b] = True
+            min_off[b] = _INF
             self.offset[b] = off
             height = off + sz
             nb = self.overlaps[b]
-            nb = nb[~assigned[nb]]
-            hatless = len(nb) == 0
-            raise_ = nb[min_off[nb] < height]
+            mo_nb = min_off[nb]
+            raise_ = nb[mo_nb < height]
+            hatless = len(raise_) == 0 and int(_min(mo_nb, initial=_INF)) >= _INF
             old_min = min_off[raise_]
             new_min = -(-height // align) * align
             min_off[raise_] = new_min
             lo, hi = sec_lo[b], sec_hi[b]
-            old_floor = floor[lo:hi].copy()
-            floor[lo:hi] = height
             total[lo:hi] -= sz
+            if not fast:
+                old_floor = floor[lo:hi].copy()
+                floor[lo:hi] = height
             uf = None
             ok_ = True
             if p.unallocated_floor and len(raise_):
                 # A section's unplaced buffers all sit at or above the lowest of their minimum
-                # offsets. Only sections where that could overflow need a look: every section
-                # touched holds a raised buffer, so its floor is at most new_min.
+                # offsets (UpdateSectionData). Sections of b's overlapping buffers are looked at.
                 alo = self.nb_lo[b]
                 ahi = self.nb_hi[b]
-                tot = total[alo:ahi]
-                rows = np.nonzero(new_min + tot > C)[0] if fast else np.arange(ahi - alo)
-                if len(rows):
-                    mem = self.members[alo + rows]
-                    ok = mem >= 0
-                    memc = np.where(ok, mem, 0)
-                    live = ok & ~assigned[memc]
-                    mo = np.where(live, min_off[memc], _INF).min(axis=1)
-                    fl = np.maximum(floor[alo + rows], np.where(mo < _INF, mo, 0))
-                    if fast:
-                        ok_ = not ((fl + tot[rows]) > C).any()
-                    else:
-                        uf = (alo + rows, floor[alo + rows].copy())
-                        floor[alo + rows] = fl
+                if fast:
+                    # Only sections where new_min + unplaced bytes overflow can fail (each
+                    # touched one's lowest minimum offset is at most new_min); the floor
+                    # itself adds nothing that the checks above have not covered.
+                    tot = total[alo:ahi]
+                    rows = (tot > C - new_min).nonzero()[0]
+                    if len(rows):
+                        mo = _min(min_off[self.members[alo + rows]], axis=1)
+                        ok_ = int(_max(mo + tot[rows])) <= C
+                else:
+                    mo = min_off[self.members[alo:ahi]].min(axis=1)
+                    fl = floor[alo:ahi]
+                    up = (mo < _INF) & (fl < mo)
+                    if up.any():
+                        uf = (alo, ahi, fl.copy())
+                        floor[alo:ahi] = np.where(up, mo, fl)
             if not fast:
                 ok_ = self.check(sec_range, off)
             status = INFEASIBLE
@@ -378,10 +386,12 @@ class _Solver:
                     status = self.search(order, rank, sec_range, off, r, part_bufs)
             # Restore.
             if uf is not None:
-                floor[uf[0]] = uf[1]
+                floor[uf[0]:uf[1]] = uf[2]
             total[lo:hi] += sz
-            floor[lo:hi] = old_floor
+            if not fast:
+                floor[lo:hi] = old_floor
             min_off[raise_] = old_min
+            min_off[b] = off
             assigned[b] = False
             self.offset[b] = -1
             if status != INFEASIBLE:
@@ -402,13 +412,14 @@ class _Solver:
 
     def decompose(self, order, rank, sec_range, off, r, b, part_bufs) -> str:
         self.solution[b] = self.offset[b]
-        lo, hi = int(self.sw.sec_lo[b]), int(self.sw.sec_hi[b])
+        lo, hi = self.sec_lo_l[b], self.sec_hi_l[b]
         status = FEASIBLE
         if hi - 1 > lo:
-            self.cuts[lo: hi - 1] -= 1
-            zero = np.nonzero(self.cuts[lo: hi - 1] == 0)[0] + lo + 1
+            cuts = self.cuts[lo: hi - 1]
+            cuts -= 1
+            zero = (cuts == 0).nonzero()[0] + (lo + 1)
         else:
-            zero = np.zeros(0, np.int64)
+            zero = ()
         try:
             if len(zero) == 0:
                 status = self.search(order, rank, sec_range, off, r, part_bufs)
