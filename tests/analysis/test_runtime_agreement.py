@@ -99,8 +99,9 @@ def _runtime_tensors(path) -> tuple[dict[int, tuple[object, int]], int]:
 def _setup(name):
     path = shared_model(name)
     rt, n_runtime = _runtime_tensors(path)
-    sg = load_model(path).subgraph(0)
-    an = analyze(sg)
+    model = load_model(path)
+    sg = model.subgraph(0)
+    an = analyze(sg, model=model)
     null = [u.tensor for u in an.usages if rt.get(u.tensor, (0,))[0] == "null" and u.nbytes]
     if null:
         pytest.skip(

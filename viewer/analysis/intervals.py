@@ -7,8 +7,13 @@ Follows LiteRT's ``ArenaPlanner::PlanAllocations`` (tflite/arena_planner.cc):
 - any other tensor lives from its producer to its last consumer; a produced tensor that nothing
   consumes is never freed either (its reference count never reaches zero);
 - constant tensors are read-only and mapped from the file (outside the arena);
-- the outputs of operators whose every input is constant are computed once at prepare time into
-  persistent memory (kernels that call ``SetTensorToPersistentRo``, e.g. DEQUANTIZE, DENSIFY);
+- prepare-time folding: kernels that call ``SetTensorToPersistentRo`` compute their output once
+  at prepare time, outside the arena, when their inputs are constant or already folded (SHAPE
+  and RANK always; see :data:`PERSISTENT_RO_RULES` for the table and the kernel files); a folded
+  output makes the operators reading it foldable in turn. DEQUANTIZE of a constant and DENSIFY
+  put theirs in the persistent arena instead (which does not propagate);
+- a WHILE output whose body passes the input through unchanged, and that nothing reads, gets
+  no memory (when ``analyze`` is given the model: tflite/kernels/while.cc);
 - variables live in LiteRT's separate persistent arena (``kTfLiteArenaRwPersistent``);
 - resource handles made by VAR_HANDLE live in the persistent arena (a resource graph input
   stays in the arena); READ_VARIABLE's output is
@@ -26,6 +31,7 @@ Each rule is checked against LiteRT 2.3's data pointers on the shared models
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Iterable
 
 import numpy as np
@@ -40,19 +46,74 @@ from viewer.analysis.types import (
     OUT_CONSTANT,
     OUT_DYNAMIC,
     OUT_PERSISTENT,
+    OUT_PERSISTENT_RO,
     OUT_UNUSED,
     Analysis,
     Temporary,
     TensorUsage,
 )
-from viewer.model.types import FLAG_STRING, FLAG_VARIANT, Subgraph
+from viewer.model.types import FLAG_RESOURCE, FLAG_STRING, FLAG_VARIANT, Subgraph
 
-#: Operators whose kernels fold an all-constant input into a persistent output at prepare time.
+#: Operators whose kernels put their output in LiteRT's persistent arena
+#: (``kTfLiteArenaRwPersistent``) at prepare time, computed once: DEQUANTIZE when its input is
+#: a constant from the file (``IsConstantTensor``: tflite/kernels/dequantize.cc), DENSIFY always
+#: (its input must be constant: tflite/kernels/densify.cc). Unlike ``kTfLitePersistentRo`` this
+#: does not make the output "constant or persistent" for the kernels that read it.
 FOLDING_OPS = frozenset({"DEQUANTIZE", "DENSIFY"})
+
+
+@dataclass(frozen=True)
+class PersistentRoRule:
+    """When a LiteRT kernel calls ``SetTensorToPersistentRo(output)`` in Prepare.
+
+    The output is then computed once at prepare time into heap memory outside the arena
+    (``kTfLitePersistentRo``), and counts as "constant or persistent" for the kernels reading it.
+
+    Attributes
+    ----------
+    inputs : tuple of int or None
+        Input positions that must all be constant or persistent (``IsConstantOrPersistentTensor``;
+        an omitted optional input counts as satisfied); None: every input; (): always folded.
+    max_output_elements : int or None
+        Folded only when the output has at most this many elements.
+    source : str
+        The LiteRT kernel file (google-ai-edge/LiteRT ``tflite/kernels/``).
+    """
+
+    inputs: tuple[int, ...] | None
+    max_output_elements: int | None = None
+    source: str = ""
+
+
+#: Every builtin kernel of LiteRT 2.3 that calls ``SetTensorToPersistentRo`` on its output, and
+#: the condition (each checked with a hand-built model in tests/analysis/test_folding.py).
+#: Not here: ADD, SUB, DIV and the other element-wise ops, PACK, CAST (only with the
+#: interpreter's ``cache_constant_cast_op`` option), SUM/MEAN/REDUCE_MAX (their ``noop`` does
+#: not change the allocation), SLICE, TRANSPOSE, FILL...: LiteRT 2.3 keeps those in the arena.
+PERSISTENT_RO_RULES: dict[str, PersistentRoRule] = {
+    # "the input shape is always known at the time of Prepare": always folded.
+    "SHAPE": PersistentRoRule((), source="shape.cc"),
+    "RANK": PersistentRoRule((), source="rank.cc"),
+    "STRIDED_SLICE": PersistentRoRule((0, 1, 2), source="strided_slice.cc (input, begin, end)"),
+    "GATHER": PersistentRoRule((0, 1), source="gather.cc (input, positions)"),
+    "CONCATENATION": PersistentRoRule(None, source="concatenation.cc (every input)"),
+    "RANGE": PersistentRoRule((0, 1, 2), source="range.cc (start, limit, delta)"),
+    "BROADCAST_ARGS": PersistentRoRule((0, 1), source="broadcast_args.cc (shape1, shape2)"),
+    "MUL": PersistentRoRule((0, 1), source="mul.cc (input1, input2)"),
+    "RESHAPE": PersistentRoRule((0, 1), source="reshape.cc (input, and the shape input if any; not STRING)"),
+    "TILE": PersistentRoRule((0, 1), source="tile.cc (input, multipliers)"),
+    # PrepareProd: noop = input and axis constant or persistent, and the output has at most
+    # kMaxConstantOutputTensorSize (8) elements.
+    "REDUCE_PROD": PersistentRoRule((0, 1), max_output_elements=8, source="reduce.cc (input, axis)"),
+}
+
 OUT_VARIABLE = "variable (LiteRT's persistent arena)"
 OUT_NEVER_WRITTEN = "never written (only read; LiteRT's planner never allocates it)"
 OUT_RESOURCE = "resource handle (LiteRT's persistent arena)"
 OUT_DYNAMIC_OUTPUT = "dynamic (its kernel sizes it at run time, outside the arena)"
+OUT_WHILE_FORWARDED = (
+    "no memory (WHILE output whose body passes its input through and nothing reads it)"
+)
 
 #: Operators whose kernels make their outputs dynamic in Prepare (allocated at run time,
 #: outside the arena): READ_VARIABLE (tflite/kernels/read_variable.cc), measured with LiteRT 2.3.
@@ -72,13 +133,14 @@ INPLACE_OPS: dict[str, tuple[tuple[int, ...], bool]] = {
     "SOFTMAX": ((0,), False),
     "DYNAMIC_UPDATE_SLICE": ((0,), False),
 }
+_NOT_DROPPED_FLAGS = frozenset({FLAG_STRING, FLAG_RESOURCE, FLAG_VARIANT})
 #: ``kTfLiteMaxSharableOpInputs``: only the first inputs are candidates.
 MAX_SHARABLE_INPUTS = 3
 #: ``kScalarTensorBytes``: a modified tensor this small is never shared.
 SCALAR_TENSOR_BYTES = 4
 
 
-def analyze(subgraph: Subgraph, *, temporaries: Iterable[Temporary] = ()) -> Analysis:
+def analyze(subgraph: Subgraph, *, temporaries: Iterable[Temporary] = (), model=None) -> Analysis:
     """Give every arena tensor of ``subgraph`` a usage interval, and compute the profile.
 
     Follows ``ArenaPlanner::PlanAllocations`` and ``IdentifyInPlaceTensors``
@@ -90,6 +152,10 @@ def analyze(subgraph: Subgraph, *, temporaries: Iterable[Temporary] = ()) -> Ana
         Operators in execution order.
     temporaries : iterable of Temporary
         Kernel temporaries measured from the runtime (each live at its one operator).
+    model : viewer.model.types.Model, optional
+        The model ``subgraph`` belongs to. Only control flow needs it: a WHILE output whose body
+        subgraph forwards the input unchanged, and that nothing reads, gets no memory
+        (tflite/kernels/while.cc). Without it such outputs stay in the arena.
 
     Returns
     -------
@@ -109,13 +175,14 @@ def analyze(subgraph: Subgraph, *, temporaries: Iterable[Temporary] = ()) -> Ana
     def valid(t: int) -> bool:
         return 0 <= t < n_t
 
-    persistent: set[int] = set()
+    persistent_ro = _persistent_ro_outputs(subgraph)
+    persistent: set[int] = set(persistent_ro)
     for op in subgraph.operators:
-        ins = [t for t in op.inputs if valid(t)]
-        if op.op_name in FOLDING_OPS and ins and all(
-            tensors[t].is_constant or t in persistent for t in ins
-        ):
-            persistent.update(t for t in op.outputs if valid(t))
+        if op.op_name not in FOLDING_OPS or not op.outputs or not valid(op.outputs[0]):
+            continue
+        src = op.inputs[0] if op.inputs else -1
+        if op.op_name == "DENSIFY" or (valid(src) and tensors[src].is_constant):
+            persistent.add(op.outputs[0])
 
     producer: dict[int, int] = {}
     consumers: dict[int, list[int]] = {}
@@ -137,6 +204,7 @@ def analyze(subgraph: Subgraph, *, temporaries: Iterable[Temporary] = ()) -> Ana
     graph_inputs = [t for t in subgraph.inputs if valid(t)]
     graph_input_set = set(graph_inputs)
     graph_outputs = {t for t in subgraph.outputs if valid(t)}
+    dropped = _dropped_while_outputs(subgraph, model, consumers, graph_outputs)
     variables = [t for t in subgraph.variables if valid(t)]
     touched = set(producer) | set(consumers) | graph_input_set | graph_outputs
 
@@ -224,7 +292,7 @@ def analyze(subgraph: Subgraph, *, temporaries: Iterable[Temporary] = ()) -> Ana
             outside[t] = OUT_CONSTANT
             continue
         if t in persistent:
-            outside[t] = OUT_PERSISTENT
+            outside[t] = OUT_PERSISTENT_RO if t in persistent_ro else OUT_PERSISTENT
             continue
         if tensor.is_variable:
             outside[t] = OUT_VARIABLE
@@ -234,6 +302,9 @@ def analyze(subgraph: Subgraph, *, temporaries: Iterable[Temporary] = ()) -> Ana
             continue
         if w == "dynamic":
             outside[t] = OUT_DYNAMIC_OUTPUT if t in dynamic_outputs else OUT_DYNAMIC
+            continue
+        if t in dropped:
+            outside[t] = OUT_WHILE_FORWARDED
             continue
         cons = tuple(sorted(set(consumers.get(t, ()))))
         prod = producer.get(t)
@@ -251,7 +322,7 @@ def analyze(subgraph: Subgraph, *, temporaries: Iterable[Temporary] = ()) -> Ana
             continue
         d = dealloc(t)
         last = last_index if d is None else max(d, first)
-        usages.append(TensorUsage(t, first, last, tensor.nbytes, kind, prod, cons))
+        usages.append(TensorUsage(t, first, last, tensor.nbytes, kind, prod, cons, never_freed=d is None))
 
     for t in range(n_t):
         if t not in touched and t not in outside and not tensors[t].is_constant:
@@ -271,7 +342,7 @@ def analyze(subgraph: Subgraph, *, temporaries: Iterable[Temporary] = ()) -> Ana
     def entry(t: int, node: int) -> Buffer:
         w = where(t)
         d = None if t in variables else dealloc(t)
-        sortable = (w == "arena" and tensors[t].nbytes > 0) or w == "persistent"
+        sortable = (w == "arena" and tensors[t].nbytes > 0 and t not in dropped) or w == "persistent"
         return Buffer(
             t, node, last_index if d is None else d,
             tensors[t].nbytes if sortable else 0, pinned=d is None,
@@ -293,10 +364,104 @@ def analyze(subgraph: Subgraph, *, temporaries: Iterable[Temporary] = ()) -> Ana
             queue[tmp.op].append(Buffer(tmp.id, tmp.op, tmp.op, tmp.nbytes))
     alloc_queue = tuple(tuple(q) for q in queue)
 
-    return _finish(subgraph, tuple(usages), outside, temps, alloc_queue)
+    kernel_sized = tuple(
+        u.tensor for u in usages
+        if u.kind != KIND_TEMPORARY and u.producer is not None
+        and _sized_by_kernel(subgraph, subgraph.operators[u.producer], u.tensor)
+    )
+    return _finish(subgraph, tuple(usages), outside, temps, alloc_queue, kernel_sized)
 
 
-def _finish(subgraph: Subgraph, usages: tuple[TensorUsage, ...], outside, temps, alloc_queue=()) -> Analysis:
+def _persistent_ro_outputs(subgraph: Subgraph) -> set[int]:
+    """Outputs LiteRT's kernels make ``kTfLitePersistentRo`` at prepare time (:data:`PERSISTENT_RO_RULES`).
+
+    Operators are visited in execution order, as ``Subgraph::PrepareOpsStartingAt`` prepares
+    them, so a folded output makes the operators reading it foldable in turn.
+    """
+    tensors = subgraph.tensors
+    n_t = len(tensors)
+    folded: set[int] = set()
+
+    def ready(t: int) -> bool:  # IsConstantOrPersistentTensor; -1 = omitted optional input
+        return t < 0 or t >= n_t or tensors[t].is_constant or t in folded
+
+    for op in subgraph.operators:
+        rule = PERSISTENT_RO_RULES.get(op.op_name)
+        if rule is None or not op.outputs or not 0 <= op.outputs[0] < n_t:
+            continue
+        out = tensors[op.outputs[0]]
+        if rule.inputs is None:
+            ok = bool(op.inputs) and all(ready(t) for t in op.inputs)
+        else:
+            ok = all(ready(op.inputs[i]) for i in rule.inputs if i < len(op.inputs))
+        if ok and op.op_name == "RESHAPE" and FLAG_STRING in out.flags:
+            ok = False  # "Always postpone sizing string tensors"
+        if ok and rule.max_output_elements is not None:
+            ok = int(np.prod(out.shape, dtype=np.int64)) <= rule.max_output_elements
+        if ok:
+            folded.add(out.index)
+    return folded
+
+
+def _dropped_while_outputs(subgraph: Subgraph, model, consumers, graph_outputs) -> set[int]:
+    """WHILE outputs the kernel replaces by -1 in Prepare, so they never get memory.
+
+    ``while_kernel::Prepare_impl`` (tflite/kernels/while.cc): when the body subgraph returns
+    its input ``i`` unchanged (``body.inputs[i] == body.outputs[i]``) and nothing in this
+    subgraph reads output ``i``, the output is dropped, unless the body input is a STRING,
+    RESOURCE or VARIANT tensor. A graph output counts as read (conservative: LiteRT's
+    ``GetInputTensorsCount`` is not checked on such a model). Needs the model (the body is
+    another subgraph); without it nothing is dropped.
+    """
+    if model is None:
+        return set()
+    subgraphs = getattr(model, "subgraphs", ())
+    out: set[int] = set()
+    for op in subgraph.operators:
+        if op.op_name != "WHILE":
+            continue
+        b = op.options.get("body_subgraph_index")
+        if not isinstance(b, int) or not 0 <= b < len(subgraphs) or b == subgraph.index:
+            continue
+        body = subgraphs[b]
+        for i, t in enumerate(op.outputs):
+            if not 0 <= t < len(subgraph.tensors) or i >= len(body.inputs) or i >= len(body.outputs):
+                continue
+            if body.inputs[i] != body.outputs[i] or consumers.get(t) or t in graph_outputs:
+                continue
+            bi = body.inputs[i]
+            if 0 <= bi < len(body.tensors) and body.tensors[bi].flags & _NOT_DROPPED_FLAGS:
+                continue
+            out.add(t)
+    return out
+
+
+#: Operators whose output may legitimately be a rank-0 scalar computed from larger inputs.
+_SCALAR_MAKERS = frozenset({
+    "STRIDED_SLICE", "RESHAPE", "SQUEEZE", "GATHER", "GATHER_ND", "SLICE", "UNPACK", "RANK",
+    "SUM", "MEAN", "REDUCE_MAX", "REDUCE_MIN", "REDUCE_PROD", "REDUCE_ANY", "REDUCE_ALL",
+    "ARG_MAX", "ARG_MIN", "WHILE", "IF", "CALL_ONCE",
+})
+
+
+def _sized_by_kernel(subgraph: Subgraph, op, t: int) -> bool:
+    """True when ``t``'s stored rank-0 shape is likely a placeholder its kernel resizes.
+
+    Some converters store shape () for outputs their kernel sizes at prepare time (custom
+    operators such as TFLite_Detection_PostProcess, old LSTM models): the file's 4 bytes are not
+    what LiteRT allocates. A rank-0 output of an operator that reads a non-scalar tensor, and
+    is not one that can reduce to a scalar (:data:`_SCALAR_MAKERS`), is flagged.
+    """
+    tensors = subgraph.tensors
+    if tensors[t].shape != () or tensors[t].is_constant:
+        return False
+    if op.op_name in _SCALAR_MAKERS and not op.is_custom:
+        return False
+    return any(0 <= i < len(tensors) and tensors[i].shape != () for i in op.inputs)
+
+
+def _finish(subgraph: Subgraph, usages: tuple[TensorUsage, ...], outside, temps, alloc_queue=(),
+            kernel_sized=()) -> Analysis:
     n_ops = len(subgraph.operators)
     m = max(n_ops, 1)
     diff = np.zeros(m + 1, dtype=np.int64)
@@ -310,4 +475,5 @@ def _finish(subgraph: Subgraph, usages: tuple[TensorUsage, ...], outside, temps,
     breadth = np.cumsum(diff)[:m] if n_ops else np.zeros(0, dtype=np.int64)
     lb = int(breadth.max()) if len(breadth) else 0
     widest = int(np.argmax(breadth)) if len(breadth) else -1
-    return Analysis(subgraph, usages, outside, temps, breadth, naive, lb, widest, alloc_queue)
+    return Analysis(subgraph, usages, outside, temps, breadth, naive, lb, widest, alloc_queue,
+                    kernel_sized=tuple(kernel_sized))

@@ -23,6 +23,12 @@ OUT_CONSTANT = "constant (read-only, mapped from the model file)"
 OUT_PERSISTENT = "persistent (folded: every input of its producer is constant)"
 OUT_UNUSED = "unused (no operator touches it)"
 OUT_DYNAMIC = "dynamic (STRING/VARIANT: sized at run time, outside the arena)"
+OUT_PERSISTENT_RO = (
+    "persistent (computed once at prepare time from constant or shape-only inputs; "
+    "kTfLitePersistentRo, outside the arena)"
+)
+#: Note for tensors whose stored rank-0 shape is a placeholder (see ``Analysis.kernel_sized``).
+NOTE_KERNEL_SIZED = "shape () in the file: its kernel sizes it at prepare time, bytes may differ"
 
 
 @dataclass(frozen=True)
@@ -45,6 +51,10 @@ class TensorUsage:
         Operators that read it, ascending.
     alias_of : int or None
         For in-place tensors: the tensor whose bytes it shares (already resolved to the root).
+    never_freed : bool
+        LiteRT never deallocates it (``dealloc_node == kNodeNotAssigned``): graph inputs,
+        outputs, variables, and produced tensors nothing reads. ``last_op`` is then the last
+        operator.
     """
 
     tensor: int
@@ -55,6 +65,7 @@ class TensorUsage:
     producer: int | None = None
     consumers: tuple[int, ...] = ()
     alias_of: int | None = None
+    never_freed: bool = False
 
     @property
     def held_ops(self) -> int:
@@ -102,6 +113,11 @@ class Analysis:
     alloc_queue : tuple of tuple of Buffer
         LiteRT's per-operator allocation queue (``nodes_to_tensors_``), passed on to
         :class:`PlanningProblem` for the ``litert`` planner's tie order; may be empty.
+    kernel_sized : tuple of int
+        Arena tensors whose size comes from a rank-0 placeholder shape in the file while their
+        kernel sizes them at prepare time (custom operators such as
+        TFLite_Detection_PostProcess, old LSTM models): their ``nbytes`` (4 for float32) is
+        likely not what LiteRT allocates; a runtime probe gives the real size.
     """
 
     subgraph: Subgraph
@@ -113,6 +129,14 @@ class Analysis:
     lower_bound_bytes: int = 0
     widest_op: int = -1
     alloc_queue: tuple = field(compare=False, hash=False, default=())
+    kernel_sized: tuple[int, ...] = field(compare=False, hash=False, default=())
+
+    @property
+    def notes(self) -> tuple[str, ...]:
+        """One line per tensor whose size the file cannot be trusted for (``kernel_sized``)."""
+        return tuple(
+            f"tensor {t} ({self.tensor_name(t)}): {NOTE_KERNEL_SIZED}" for t in self.kernel_sized
+        )
 
     @property
     def num_ops(self) -> int:
@@ -169,6 +193,8 @@ class Analysis:
 
         An alias's interval is folded into its root's (the root lives until the alias's last
         use), so planners never see aliases; :func:`resolve_alias_offsets` gives them offsets.
+        ``Buffer.pinned`` is "never deallocated" (``TensorUsage.never_freed``; usages made
+        without it fall back to their kind: input, output, variable).
         """
         bufs = []
         for u in self.usages:
@@ -180,7 +206,7 @@ class Analysis:
                     u.first_op,
                     u.last_op,
                     u.nbytes,
-                    pinned=u.kind in (KIND_INPUT, KIND_OUTPUT, KIND_VARIABLE),
+                    pinned=u.never_freed or u.kind in (KIND_INPUT, KIND_OUTPUT, KIND_VARIABLE),
                 )
             )
         return PlanningProblem(tuple(bufs), self.num_ops, self.alloc_queue)

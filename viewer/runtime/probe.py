@@ -581,7 +581,8 @@ def probe_analysis(model, probe: RuntimeProbe):
     Returns
     -------
     viewer.analysis.types.Analysis
-        ``analyze(runtime_subgraph(model, probe), temporaries=probe.arena_temporaries)``.
+        ``analyze(runtime_subgraph(model, probe), temporaries=probe.arena_temporaries,
+        model=model)`` (the model lets WHILE see its body subgraph).
 
     Raises
     ------
@@ -589,4 +590,5 @@ def probe_analysis(model, probe: RuntimeProbe):
     """
     from viewer.analysis.intervals import analyze
 
-    return analyze(runtime_subgraph(model, probe), temporaries=probe.arena_temporaries)
+    return analyze(runtime_subgraph(model, probe), temporaries=probe.arena_temporaries,
+                   model=model)
