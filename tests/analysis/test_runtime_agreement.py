@@ -12,7 +12,7 @@ import pytest
 
 from conftest import shared_model, shared_model_names
 from viewer.analysis.intervals import analyze
-from viewer.analysis.types import KIND_ALIAS, OUT_PERSISTENT
+from viewer.analysis.types import KIND_ALIAS, OUT_PERSISTENT, OUT_PERSISTENT_RO
 from viewer.model.reader import load_model
 from viewer.planning.litert import plan_litert
 from viewer.planning.run import run_planners
@@ -163,7 +163,8 @@ def test_in_place_and_persistent_rules_match_runtime(name):
         hi = max(_addr(rt, u.tensor) + u.nbytes for u in an.usages
                  if u.alias_of is None and _addr(rt, u.tensor) is not None)
         inside = [t for t, why in an.outside.items()
-                  if why == OUT_PERSISTENT and _addr(rt, t) is not None and lo <= _addr(rt, t) < hi]
+                  if why in (OUT_PERSISTENT, OUT_PERSISTENT_RO) and _addr(rt, t) is not None
+                  and lo <= _addr(rt, t) < hi]
         assert not inside, f"persistent tensors inside the arena: {inside[:5]}"
 
 
@@ -185,3 +186,25 @@ def test_litert_offsets_equal_runtime(name):
     span = max(a + an.usage(t).nbytes for t, a in measured.items())
     if len(placed) == sum(1 for u in an.usages if u.alias_of is None and u.nbytes):
         assert plan.arena_bytes == span
+
+
+@pytest.mark.shared
+@pytest.mark.parametrize("name", MODELS)
+def test_kernel_sized_flags_every_placeholder_the_runtime_resizes(name):
+    """A tensor whose bytes LiteRT computes differently from the file's shape is flagged in
+    ``kernel_sized`` (and so gets a note), never silently counted at the file's size."""
+    path = shared_model(name)
+    model = load_model(path)
+    sg = model.subgraph(0)
+    an = analyze(sg, model=model)
+    rt, _ = _runtime_tensors(path)
+    resized = [
+        u.tensor for u in an.usages
+        if u.alias_of is None and u.tensor in rt and rt[u.tensor][1] != u.nbytes
+        and sg.tensors[u.tensor].dtype not in _UNPACKED_IN_PYTHON
+    ]
+    assert set(resized) <= set(an.kernel_sized), f"(runtime bytes differ, not flagged): {resized[:5]}"
+    assert len(an.notes) == len(an.kernel_sized)
+    assert set(an.kernel_sized) <= {u.tensor for u in an.usages}
+    known = {"coral_automl_traffic_model.tflite": {316, 317, 318, 319}, "litert_testdata_lstm.tflite": {24}}
+    assert set(an.kernel_sized) == known.get(name, set())
