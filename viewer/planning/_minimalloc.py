@@ -311,10 +311,13 @@ class _Solver:
                 limit = min(limit, C - t_max + 1)
             sel = (offs < limit).nonzero()[0]
             cand = order[sel]
-            coffs = offs[sel]
-            k = np.lexsort((rank[cand], coffs))
-            order_l = cand[k].tolist()
-            offs_l = coffs[k].tolist()
+            if len(sel) > 1:
+                trip = sorted(zip(offs[sel].tolist(), rank[cand].tolist(), cand.tolist()))
+                offs_l = [t[0] for t in trip]
+                order_l = [t[2] for t in trip]
+            else:
+                order_l = cand.tolist()
+                offs_l = offs[sel].tolist()
         else:
             order_l = order.tolist()
             offs_l = offs.tolist()
