@@ -137,9 +137,8 @@ def sweep(start: np.ndarray, end: np.ndarray) -> Sweep:
             partitions[-1][0].append(i)
             active.add(i)
             sec_lo[i] = len(sections)
-    # A buffer that ends at the first time value without a section pushed yet: the loop above
-    # pushes a section whenever time advances, and every end is after its start, so every
-    # buffer spans at least one section.
+    # Every end is after its start, so time has advanced by the buffer's end and a section was
+    # pushed: every buffer spans at least one section (sec_lo < sec_hi).
     width = max((len(s) for s in sections), default=1)
     members = np.full((len(sections), max(width, 1)), -1, np.int64)
     for s, m in enumerate(sections):
@@ -196,9 +195,10 @@ class _Solver:
         self.min_off[n] = _INF
         S = sw.num_sections
         self.floor = np.zeros(S, np.int64)
-        self.total = np.zeros(S, np.int64)
+        # Unplaced bytes per section, plus one spare entry so reduceat can end at S.
+        self.total_pad = np.zeros(S + 1, np.int64)
+        self.total = self.total_pad[:S]
         np.add.at(self.total, _expand(sw.sec_lo, sw.sec_hi)[0], _expand(sw.sec_lo, sw.sec_hi, size)[1])
-        self.init_total = self.total.copy()
         # cuts[s]: buffers (unplaced) live in both section s and s + 1.
         self.cuts = np.zeros(max(S - 1, 0), np.int64)
         for i in range(n):
@@ -207,9 +207,6 @@ class _Solver:
                 self.cuts[lo: hi - 1] += 1
         self.width = end - start
         self.area = self.width * size
-        self.max_total = np.array(
-            [int(self.init_total[sw.sec_lo[i]: sw.sec_hi[i]].max()) for i in range(n)], np.int64
-        ) if n else np.zeros(0, np.int64)
         self.nodes = 0
         self.backtracks = 0
         self.nodes_remaining = _INF
@@ -250,10 +247,16 @@ class _Solver:
     def preorder(self, bufs: np.ndarray) -> np.ndarray:
         if not self.p.static_preordering or len(bufs) == 0:
             return bufs
-        keys = {"W": self.width, "A": self.area, "T": self.max_total, "Z": self.size}
+        keys = {"W": self.width, "A": self.area, "Z": self.size}
         cols = [bufs]  # last tie-break: buffer index ascending
         for c in reversed(self.heuristic):
-            if c in keys:
+            if c == "T":
+                # Largest unplaced bytes over the buffer's sections, as of now (SubSolve).
+                idx = np.empty(2 * len(bufs), np.int64)
+                idx[0::2] = self.sw.sec_lo[bufs]
+                idx[1::2] = self.sw.sec_hi[bufs]
+                cols.append(-np.maximum.reduceat(self.total_pad, idx)[0::2])
+            elif c in keys:
                 cols.append(-keys[c][bufs])
         # np.lexsort sorts by the last key first: [idx, ..., third, second, first].
         return bufs[np.lexsort(cols)]
