@@ -252,3 +252,52 @@ def test_shared_models_never_worse_and_mostly_proven():
         proven += plan.proven_optimal
     assert total > 0
     assert proven >= 0.9 * total, f"proven optimal on {proven}/{total}"
+
+
+def _litert_offsets(path, problem):
+    """Where LiteRT 2.3 put each of the problem's tensors, relative to the lowest one; None
+    when the runtime exposes no buffer for some of them."""
+    from ai_edge_litert.interpreter import Interpreter, OpResolverType
+
+    interp = Interpreter(
+        model_path=str(path),
+        experimental_op_resolver_type=OpResolverType.BUILTIN_WITHOUT_DEFAULT_DELEGATES,
+    )
+    interp.allocate_tensors()
+    addr = {}
+    for b in problem.buffers:
+        try:
+            view = interp.tensor(b.id)()
+        except ValueError:  # no buffer (dynamic tensor)
+            return None
+        if not isinstance(view, np.ndarray) or view.ndim == 0:
+            return None  # a 0-d tensor comes back as a copied scalar, not a view
+        addr[b.id] = view.ctypes.data
+    lo = min(addr.values())
+    return {i: a - lo for i, a in addr.items()}
+
+
+@pytest.mark.shared
+@pytest.mark.parametrize("name", shared_model_names(loads_in_litert=True))
+def test_proven_bound_never_beats_litert_runtime(name):
+    """The runtime is the oracle: LiteRT's own placement of these tensors (read from the
+    interpreter after allocate_tensors) is a valid plan of our problem, so the bound we claim
+    to have proven can never exceed its span, and neither can our arena."""
+    from viewer.analysis.intervals import analyze
+    from viewer.model.reader import load_model
+    from viewer.planning.types import Plan
+
+    path = shared_model(name)
+    problem = analyze(load_model(path).subgraphs[0]).problem()
+    if not problem.buffers:
+        pytest.skip(f"{name}: subgraph 0 has no arena tensors")
+    offsets = _litert_offsets(path, problem)
+    if offsets is None:
+        pytest.skip(f"{name}: LiteRT gives no view of some arena tensor (0-d scalar or dynamic)")
+    span = max(offsets[b.id] + b.size for b in problem.buffers)
+    runtime_plan = Plan("litert-runtime", offsets, span, 64)
+    verify_plan(problem, runtime_plan)  # LiteRT's placement is feasible for our intervals
+    plan = plan_optimal(problem, 64, time_limit=10)
+    verify_plan(problem, plan)
+    assert plan.bound_bytes <= span
+    assert plan.arena_bytes <= span
