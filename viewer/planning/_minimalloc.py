@@ -49,8 +49,9 @@ class SearchParams:
     steps, ``A`` area (width x size), ``T`` largest unplaced bytes over the buffer's sections,
     ``C`` sections spanned, ``Z`` size, ``L``/``U`` start/end. MiniMalloc's default round robin
     is ``WAT, TAW, TWA``; we add ``CAT, TAC, TCA`` (width counted in sections, so it does not
-    depend on the time scale): with them all eleven benchmark instances A-K are decided at
-    capacity 1048576 within seconds, against four timeouts at 60 s without.
+    depend on the time scale): with them all eleven benchmark instances A-K were decided at
+    capacity 1048576 in 0.3-12 s here, while E, H and I stayed undecided after 30 s with the
+    three alone (benchmarks/bench_optimal_ingredients.py).
     """
 
     canonical_only: bool = True
