@@ -41,16 +41,29 @@ def window(qtbot, settings):
 
 
 def open_and_wait(qtbot, w, path, **kw):
-    with qtbot.waitSignal(w.view_changed, timeout=60_000):
+    """Open ``path`` and wait for its view; fail at once (with the reason) if opening fails."""
+    shown, failed = [], []
+    on_shown, on_failed = (lambda: shown.append(1)), failed.append
+    w.view_changed.connect(on_shown)
+    w.open_failed.connect(on_failed)
+    try:
         w.open_model(str(path), **kw)
+        qtbot.waitUntil(lambda: bool(shown or failed), timeout=60_000)
+    finally:
+        w.view_changed.disconnect(on_shown)
+        w.open_failed.disconnect(on_failed)
+    assert not failed, failed[0]
     return w.response
 
 
-@pytest.fixture
+@pytest.fixture(autouse=True)
 def dialogs_seen(monkeypatch):
-    """Record every warning dialog instead of showing it."""
+    """Record every warning dialog instead of showing it (a modal dialog would hang offscreen)."""
     seen = []
     monkeypatch.setattr(QMessageBox, "warning", staticmethod(lambda parent, title, text, *a: seen.append((title, text))))
+    monkeypatch.setattr(QMessageBox, "information", staticmethod(lambda parent, title, text, *a: seen.append((title, text))))
+    monkeypatch.setattr(QMessageBox, "question", staticmethod(
+        lambda *a, **k: pytest.fail(f"unexpected question dialog: {a[1:3]}")))
     return seen
 
 
@@ -125,7 +138,7 @@ def test_switching_planners_many_times_does_not_exhaust_none(qtbot, window):
     resp = open_and_wait(qtbot, window, shared_model("unet_256.tflite"))
     names = list(resp.plans)
     before = sys.getrefcount(None)
-    for k in range(40):
+    for k in range(20):  # ~2,300 stolen references each: None (~14k) would hit zero by ~6
         window.set_planner(names[k % len(names)])
     assert window.chart.drawn_offsets() == build_chart_data(
         resp.analysis, resp.plans[window.planner]).offsets()
@@ -360,3 +373,41 @@ def test_cli_without_model_opens_the_demo(qtbot, qapp, tmp_path, monkeypatch):
     model = shared_model(SMALL)
     assert main([str(model), "--no-measure"]) == 0
     assert seen["path"] == str(model)
+
+
+def test_profile_is_ranked_by_bytes(qtbot, window):
+    resp = open_and_wait(qtbot, window, shared_model("unet_256.tflite"))
+    t = window.side.profile_table
+    shown = [t.item(r, 1).data(Qt.ItemDataRole.UserRole) for r in range(t.rowCount())]
+    expected = [e.nbytes for e in resp.analysis.operator_profile(resp.analysis.widest_op)]
+    assert shown == expected == sorted(expected, reverse=True)
+
+
+def test_whatif_dock_edits_replan_in_the_background(qtbot, window, dialogs_seen):
+    if window.whatif is None:
+        pytest.skip("viewer.ui.whatif_panel is not in this build")
+    base = open_and_wait(qtbot, window, resource_path(DEMO_MODEL))  # fully convolutional
+    with qtbot.waitSignal(window.view_changed, timeout=60_000):
+        window.whatif.batch.setValue(2)
+    resp = window.response
+    assert resp.request.edits is not None and resp.request.edits.batch == 2
+    assert resp.model is base.model  # not read again
+    # Every activation doubles with the batch: the lower bound too.
+    assert resp.analysis.lower_bound_bytes == 2 * base.analysis.lower_bound_bytes
+    assert window.chart.drawn_offsets() == build_chart_data(
+        resp.analysis, resp.plans[window.planner]).offsets()
+    with qtbot.waitSignal(window.view_changed, timeout=60_000):
+        window.whatif.reset()
+    assert window.response.analysis.lower_bound_bytes == base.analysis.lower_bound_bytes
+    assert dialogs_seen == []
+
+
+def test_whatif_the_model_cannot_take_explains_and_keeps_the_view(qtbot, window, dialogs_seen):
+    if window.whatif is None:
+        pytest.skip("viewer.ui.whatif_panel is not in this build")
+    base = open_and_wait(qtbot, window, shared_model(SMALL))  # ends in a fixed RESHAPE
+    with qtbot.waitSignal(window.open_failed, timeout=60_000) as blocker:
+        window.whatif.batch.setValue(2)
+    assert dialogs_seen == [("What-if not applied", blocker.args[0])]
+    assert "RESHAPE" in blocker.args[0] and "\n" not in blocker.args[0]
+    assert window.response is base and window.chart.drawn_offsets()

@@ -85,7 +85,7 @@ class MainWindow(QMainWindow):
         self._planner: str | None = None
         self._selected: int | None = None
         self._edits: WhatIfEdits | None = None
-        self._pending_path: str | None = None
+        self._pending_kind = "open"  # what the running request does: open, subgraph, what-if
         self.setWindowTitle(APP_NAME)
         self.setAcceptDrops(True)
         self.resize(1400, 860)
@@ -102,7 +102,10 @@ class MainWindow(QMainWindow):
         panel_cls = _optional("viewer.ui.whatif_panel", "WhatIfPanel")
         if panel_cls is not None:
             self.whatif = panel_cls(self)
-            self._add_dock("What if", self.whatif, Qt.DockWidgetArea.LeftDockWidgetArea, "whatif_dock")
+            whatif_dock = self._add_dock("What if", self.whatif, Qt.DockWidgetArea.RightDockWidgetArea,
+                                         "whatif_dock")
+            self.tabifyDockWidget(side_dock, whatif_dock)
+            side_dock.raise_()
             self.whatif.edits_changed.connect(self._on_whatif_edits_changed)
 
         self.runner = TaskRunner(self)
@@ -123,6 +126,12 @@ class MainWindow(QMainWindow):
 
         self._build_status_bar()
         self._build_menus()
+        bar = self.addToolBar("View")
+        bar.setObjectName("view_toolbar")
+        bar.setMovable(False)
+        bar.addAction(self.open_action)
+        bar.addSeparator()
+        bar.addWidget(self.side.view_bar)
         self._update_actions()
 
     # --- construction -------------------------------------------------------------------
@@ -236,11 +245,12 @@ class MainWindow(QMainWindow):
         A file that cannot be read opens a dialog with the one-line reason; whatever was
         shown before stays.
         """
-        self._pending_path = str(path)
-        self._submit(AnalysisRequest(str(path), subgraph, model, None, measure=self._measure))
+        self._submit(AnalysisRequest(str(path), subgraph, model, None, measure=self._measure), "open")
 
-    def _submit(self, request: AnalysisRequest) -> None:
-        self.status_label.setText(f"Opening {os.path.basename(request.path)}…")
+    def _submit(self, request: AnalysisRequest, kind: str) -> None:
+        self._pending_kind = kind
+        verb = {"open": "Opening", "subgraph": "Analysing subgraph of", "what-if": "Re-planning"}[kind]
+        self.status_label.setText(f"{verb} {os.path.basename(request.path)}…")
         self.runner.submit(request)
 
     def _on_runner_response_ready(self, resp: AnalysisResponse) -> None:
@@ -280,9 +290,13 @@ class MainWindow(QMainWindow):
         self.view_changed.emit()
 
     def _on_runner_failed(self, message: str) -> None:
-        self.status_label.setText(message)
+        kind = self._pending_kind
+        shown = " (the previous view stays)" if self._resp is not None else ""
+        self.status_label.setText(message + shown)
         self.open_failed.emit(message)
-        dialogs.show_error(self, "Cannot open model", message)
+        title = {"open": "Cannot open model", "subgraph": "Cannot analyse subgraph",
+                 "what-if": "What-if not applied"}[kind]
+        dialogs.show_error(self, title, message)
 
     def _on_runner_progressed(self, fraction: float, message: str) -> None:
         self.progress.setValue(int(1000 * fraction))
@@ -294,7 +308,7 @@ class MainWindow(QMainWindow):
         if busy:
             self.progress.setValue(0)
         else:
-            if self._resp is None and self.status_label.text().startswith("Opening"):
+            if self._resp is None and self.status_label.text().endswith("…"):
                 self.status_label.setText("Cancelled.")
 
     # --- view -----------------------------------------------------------------------------
@@ -327,13 +341,15 @@ class MainWindow(QMainWindow):
             return
         r = self._resp.request
         self._selected = None
-        self._submit(AnalysisRequest(r.path, index, self._resp.model, None, measure=self._measure))
+        self._submit(AnalysisRequest(r.path, index, self._resp.model, None, measure=self._measure),
+                     "subgraph")
 
     def _on_whatif_edits_changed(self, edits: WhatIfEdits) -> None:
         if self._resp is None:
             return
         r = self._resp.request
-        self._submit(AnalysisRequest(r.path, r.subgraph, self._resp.model, edits, measure=self._measure))
+        self._submit(AnalysisRequest(r.path, r.subgraph, self._resp.model, edits, measure=self._measure),
+                     "what-if")
 
     def _on_measure_toggled(self, on: bool) -> None:
         self._measure = on

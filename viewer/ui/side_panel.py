@@ -14,6 +14,7 @@ from PySide6.QtWidgets import (
     QComboBox,
     QFormLayout,
     QGroupBox,
+    QHBoxLayout,
     QHeaderView,
     QLabel,
     QScrollArea,
@@ -108,6 +109,7 @@ class SidePanel(QScrollArea):
         self.planner_table = QTableWidget(0, 3)
         self.planner_table.setHorizontalHeaderLabels(["planner", "arena", "gap to LB"])
         self.planner_table.verticalHeader().setVisible(False)
+        self.planner_table.verticalHeader().setDefaultSectionSize(22)
         self.planner_table.setEditTriggers(QAbstractItemView.EditTrigger.NoEditTriggers)
         self.planner_table.setSelectionBehavior(QAbstractItemView.SelectionBehavior.SelectRows)
         self.planner_table.setSelectionMode(QAbstractItemView.SelectionMode.SingleSelection)
@@ -128,9 +130,10 @@ class SidePanel(QScrollArea):
         v.addWidget(self.measured_label)
         lay.addWidget(box)
 
-        # View options
-        box = QGroupBox("View")
-        form = QFormLayout(box)
+        # View options: a bar the main window puts in its toolbar, above the chart.
+        self.view_bar = QWidget()
+        bar = QHBoxLayout(self.view_bar)
+        bar.setContentsMargins(4, 0, 4, 0)
         self.color_combo = QComboBox()
         self.color_combo.addItem("tensor kind", "kind")
         self.color_combo.addItem("producer op type", "op")
@@ -143,9 +146,11 @@ class SidePanel(QScrollArea):
         self.min_held_spin.setToolTip(
             "Highlight tensors held longer than N operators (skip connections); 0 shows all")
         self.min_held_spin.valueChanged.connect(self.min_held_changed.emit)
-        form.addRow("Colour by", self.color_combo)
-        form.addRow("Held longer than", self.min_held_spin)
-        lay.addWidget(box)
+        bar.addWidget(QLabel("Colour by"))
+        bar.addWidget(self.color_combo)
+        bar.addSpacing(12)
+        bar.addWidget(QLabel("Held longer than"))
+        bar.addWidget(self.min_held_spin)
 
         # Operator profile
         box = QGroupBox("Operator profile")
@@ -156,6 +161,7 @@ class SidePanel(QScrollArea):
         self.profile_table = QTableWidget(0, 4)
         self.profile_table.setHorizontalHeaderLabels(["tensor", "bytes", "producer", "held ops"])
         self.profile_table.verticalHeader().setVisible(False)
+        self.profile_table.verticalHeader().setDefaultSectionSize(22)
         self.profile_table.setEditTriggers(QAbstractItemView.EditTrigger.NoEditTriggers)
         self.profile_table.setSelectionBehavior(QAbstractItemView.SelectionBehavior.SelectRows)
         self.profile_table.horizontalHeader().setSectionResizeMode(0, QHeaderView.ResizeMode.Stretch)
@@ -344,6 +350,7 @@ class SidePanel(QScrollArea):
         self.profile_table.resizeColumnsToContents()
         self.profile_table.horizontalHeader().setSectionResizeMode(0, QHeaderView.ResizeMode.Stretch)
         self.profile_table.setSortingEnabled(True)
+        self.profile_table.sortItems(1, Qt.SortOrder.DescendingOrder)  # ranked by bytes
 
     def show_tensor(self, tensor: int | None) -> None:
         """Describe ``tensor``: shape, dtype, bytes, usage interval, offset in the plan."""
