@@ -384,8 +384,6 @@ def test_profile_is_ranked_by_bytes(qtbot, window):
 
 
 def test_whatif_dock_edits_replan_in_the_background(qtbot, window, dialogs_seen):
-    if window.whatif is None:
-        pytest.skip("viewer.ui.whatif_panel is not in this build")
     base = open_and_wait(qtbot, window, resource_path(DEMO_MODEL))  # fully convolutional
     with qtbot.waitSignal(window.view_changed, timeout=60_000):
         window.whatif.batch.setValue(2)
@@ -403,11 +401,23 @@ def test_whatif_dock_edits_replan_in_the_background(qtbot, window, dialogs_seen)
 
 
 def test_whatif_the_model_cannot_take_explains_and_keeps_the_view(qtbot, window, dialogs_seen):
-    if window.whatif is None:
-        pytest.skip("viewer.ui.whatif_panel is not in this build")
     base = open_and_wait(qtbot, window, shared_model(SMALL))  # ends in a fixed RESHAPE
     with qtbot.waitSignal(window.open_failed, timeout=60_000) as blocker:
         window.whatif.batch.setValue(2)
     assert dialogs_seen == [("What-if not applied", blocker.args[0])]
     assert "RESHAPE" in blocker.args[0] and "\n" not in blocker.args[0]
     assert window.response is base and window.chart.drawn_offsets()
+
+
+def test_recent_file_that_went_bad_is_dropped_from_the_list(qtbot, window, tmp_path, dialogs_seen):
+    p = tmp_path / "mine.tflite"
+    p.write_bytes(resource_path(DEMO_MODEL).read_bytes())
+    open_and_wait(qtbot, window, p)
+    assert window.recent_files() == [str(p)]
+    p.write_bytes(b"truncated")
+    (action,) = [x for x in window.recent_menu.actions() if x.data()]
+    with qtbot.waitSignal(window.open_failed, timeout=30_000):
+        action.trigger()
+    assert dialogs_seen and dialogs_seen[0][0] == "Cannot open model" and str(p) in dialogs_seen[0][1]
+    assert window.recent_files() == []
+    assert window.response.model.path == str(p)  # the good view stays

@@ -6,7 +6,6 @@ this module only builds requests and applies responses, on the GUI thread.
 
 from __future__ import annotations
 
-import importlib
 import os
 from pathlib import Path
 
@@ -25,33 +24,16 @@ from PySide6.QtWidgets import (
 from viewer.errors import ViewerError
 from viewer.resources import DEMO_MODEL, resource_path
 from viewer.ui import dialogs
+from viewer.ui.chart import PackingChart
 from viewer.ui.side_panel import SidePanel
 from viewer.ui.tensor_table import TensorTable
+from viewer.ui.whatif_panel import WhatIfPanel
 from viewer.ui.workers import AnalysisRequest, AnalysisResponse, TaskRunner, plan_label
 from viewer.whatif.edits import WhatIfEdits
 
 APP_NAME = "Arena Viewer"
 MAX_RECENT = 8
 MODEL_FILTER = "TensorFlow Lite / LiteRT models (*.tflite);;All files (*)"
-
-
-def _optional(module: str, attr: str):
-    """``module.attr`` when a colleague's module exists, else None."""
-    try:
-        mod = importlib.import_module(module)
-    except ModuleNotFoundError as e:
-        if e.name == module:
-            return None
-        raise
-    return getattr(mod, attr, None)
-
-
-def chart_class():
-    """The packing chart widget: ``viewer.ui.chart.PackingChart``, or the stand-in."""
-    cls = _optional("viewer.ui.chart", "PackingChart")
-    if cls is None:
-        from viewer.ui.chart_placeholder import PlaceholderChart as cls
-    return cls
 
 
 def _is_model_url(url) -> bool:
@@ -90,7 +72,7 @@ class MainWindow(QMainWindow):
         self.setAcceptDrops(True)
         self.resize(1400, 860)
 
-        self.chart = chart_class()(self)
+        self.chart = PackingChart(self)
         self.setCentralWidget(self.chart)
         self.side = SidePanel(self)
         self.table = TensorTable(self)
@@ -98,15 +80,12 @@ class MainWindow(QMainWindow):
         table_dock = self._add_dock("Tensors", self.table, Qt.DockWidgetArea.BottomDockWidgetArea, "table_dock")
         self.resizeDocks([table_dock], [230], Qt.Orientation.Vertical)
         self.resizeDocks([side_dock], [420], Qt.Orientation.Horizontal)
-        self.whatif = None
-        panel_cls = _optional("viewer.ui.whatif_panel", "WhatIfPanel")
-        if panel_cls is not None:
-            self.whatif = panel_cls(self)
-            whatif_dock = self._add_dock("What if", self.whatif, Qt.DockWidgetArea.RightDockWidgetArea,
-                                         "whatif_dock")
-            self.tabifyDockWidget(side_dock, whatif_dock)
-            side_dock.raise_()
-            self.whatif.edits_changed.connect(self._on_whatif_edits_changed)
+        self.whatif = WhatIfPanel(self)
+        whatif_dock = self._add_dock("What if", self.whatif, Qt.DockWidgetArea.RightDockWidgetArea,
+                                     "whatif_dock")
+        self.tabifyDockWidget(side_dock, whatif_dock)
+        side_dock.raise_()
+        self.whatif.edits_changed.connect(self._on_whatif_edits_changed)
 
         self.runner = TaskRunner(self)
         self.runner.response_ready.connect(self._on_runner_response_ready)
@@ -272,8 +251,7 @@ class MainWindow(QMainWindow):
         if new_model:
             self._selected = None
             self._add_recent(resp.model.path)
-            if self.whatif is not None and hasattr(self.whatif, "set_model"):
-                self.whatif.set_model(resp.model, resp.request.subgraph)
+            self.whatif.set_model(resp.model, resp.request.subgraph)
         self._planner = self.side.set_response(resp, self._planner)
         self._show_plan()
         if self._selected is not None and resp.analysis.usage(self._selected) is None:
@@ -294,6 +272,11 @@ class MainWindow(QMainWindow):
         shown = " (the previous view stays)" if self._resp is not None else ""
         self.status_label.setText(message + shown)
         self.open_failed.emit(message)
+        if kind == "open":  # a recent file that went bad leaves the list
+            bad = [p for p in self.recent_files() if message.startswith(p + ":")]
+            if bad:
+                self.settings.setValue("recent_files", [p for p in self.recent_files() if p not in bad])
+                self._rebuild_recent_menu()
         title = {"open": "Cannot open model", "subgraph": "Cannot analyse subgraph",
                  "what-if": "What-if not applied"}[kind]
         dialogs.show_error(self, title, message)
