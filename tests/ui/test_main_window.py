@@ -421,3 +421,21 @@ def test_recent_file_that_went_bad_is_dropped_from_the_list(qtbot, window, tmp_p
     assert dialogs_seen and dialogs_seen[0][0] == "Cannot open model" and str(p) in dialogs_seen[0][1]
     assert window.recent_files() == []
     assert window.response.model.path == str(p)  # the good view stays
+
+
+def test_budget_and_whatif_comparison_are_shown(qtbot, window):
+    from viewer.whatif.budget import BudgetSettings
+
+    base = open_and_wait(qtbot, window, resource_path(DEMO_MODEL))
+    assert not window.side.budget_box.isVisibleTo(window)
+    arena = base.plans[window.planner].arena_bytes
+    window.whatif.budget_changed.emit(BudgetSettings(arena - 1, 0, "mapped"))
+    assert window.side.budget_box.isVisibleTo(window)
+    assert "c62828" in window.side.budget_label.text()  # over budget: red
+    window.whatif.budget_changed.emit(BudgetSettings(arena, 0, "mapped"))
+    assert "1a7f37" in window.side.budget_label.text()  # fits exactly
+    with qtbot.waitSignal(window.view_changed, timeout=60_000):
+        window.whatif.batch.setValue(2)
+    text = window.side.budget_label.text()
+    assert "What-if vs the model as stored" in text and "lower bound" in text
+    assert "c62828" in text  # twice the activations no longer fit

@@ -67,6 +67,7 @@ class MainWindow(QMainWindow):
         self._planner: str | None = None
         self._selected: int | None = None
         self._edits: WhatIfEdits | None = None
+        self._baseline: AnalysisResponse | None = None  # the unedited subgraph's response
         self._pending_kind = "open"  # what the running request does: open, subgraph, what-if
         self.setWindowTitle(APP_NAME)
         self.setAcceptDrops(True)
@@ -86,6 +87,7 @@ class MainWindow(QMainWindow):
         self.tabifyDockWidget(side_dock, whatif_dock)
         side_dock.raise_()
         self.whatif.edits_changed.connect(self._on_whatif_edits_changed)
+        self.whatif.budget_changed.connect(self.side.set_budget)
 
         self.runner = TaskRunner(self)
         self.runner.response_ready.connect(self._on_runner_response_ready)
@@ -246,12 +248,20 @@ class MainWindow(QMainWindow):
 
     def _apply_response(self, resp: AnalysisResponse) -> None:
         new_model = self._resp is None or self._resp.model is not resp.model
+        new_subgraph = new_model or self._resp.request.subgraph != resp.request.subgraph
         self._resp = resp
         self._edits = resp.request.edits
         if new_model:
             self._selected = None
             self._add_recent(resp.model.path)
+        if new_subgraph:
             self.whatif.set_model(resp.model, resp.request.subgraph)
+        if resp.request.edits is None or resp.request.edits.is_empty():
+            self._baseline = resp
+        elif self._baseline is not None and (self._baseline.model is not resp.model
+                                             or self._baseline.request.subgraph != resp.request.subgraph):
+            self._baseline = None
+        self.side.set_baseline(self._baseline)
         self._planner = self.side.set_response(resp, self._planner)
         self._show_plan()
         if self._selected is not None and resp.analysis.usage(self._selected) is None:

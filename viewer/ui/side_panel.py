@@ -30,6 +30,10 @@ from viewer.ui.workers import MEASURED, AnalysisResponse, plan_label
 from viewer.units import format_bytes
 
 
+def _html(text: str) -> str:
+    return str(text).replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+
+
 def _b(n: int) -> str:
     return f"{format_bytes(n, 2)} ({n:,} B)"
 
@@ -130,6 +134,17 @@ class SidePanel(QScrollArea):
         v.addWidget(self.measured_label)
         lay.addWidget(box)
 
+        # Device budget and what-if change
+        self.budget_box = QGroupBox("Budget and what-if")
+        v = QVBoxLayout(self.budget_box)
+        self.budget_label = QLabel("-")
+        self.budget_label.setWordWrap(True)
+        self.budget_label.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
+        v.addWidget(self.budget_label)
+        lay.addWidget(self.budget_box)
+        self._budget = None  # BudgetSettings from the what-if panel
+        self._baseline: AnalysisResponse | None = None  # the unedited model, for comparisons
+
         # View options: a bar the main window puts in its toolbar, above the chart.
         self.view_bar = QWidget()
         bar = QHBoxLayout(self.view_bar)
@@ -210,6 +225,8 @@ class SidePanel(QScrollArea):
             lab.setText("-")
         self.planner_table.setRowCount(0)
         self.profile_table.setRowCount(0)
+        self._baseline = None
+        self.budget_box.setVisible(False)
 
     def set_response(self, resp: AnalysisResponse, planner: str | None = None) -> str | None:
         """Show ``resp``; select ``planner`` if it has that plan, else the smallest.
@@ -268,6 +285,7 @@ class SidePanel(QScrollArea):
         plan = self._resp.plans[name]
         self.arena_label.setText(
             f"{_b(plan.arena_bytes)}\n{plan_label(name)}\nanonymous, not reclaimable")
+        self._fill_budget()
         if emit:
             self.planner_changed.emit(name)
 
@@ -319,6 +337,48 @@ class SidePanel(QScrollArea):
             self.measured_label.setText(text)
         else:
             self.measured_label.setText(resp.measure_note or "not measured")
+
+    def set_baseline(self, resp: AnalysisResponse | None) -> None:
+        """The unedited model's response: what-if results are compared with it."""
+        self._baseline = resp
+        self._fill_budget()
+
+    def set_budget(self, settings) -> None:
+        """Device budget settings (``viewer.whatif.budget.BudgetSettings``) to check the plan against."""
+        self._budget = settings
+        self._fill_budget()
+
+    def _fill_budget(self) -> None:
+        resp, name = self._resp, self._planner
+        lines: list[str] = []
+        if resp is not None and name in resp.plans:
+            plan = resp.plans[name]
+            a = resp.analysis
+            edits = resp.request.edits
+            base = self._baseline
+            if edits is not None and not edits.is_empty() and base is not None and base is not resp:
+                from viewer.whatif.budget import compare
+
+                c = compare(base.analysis, base.plans.get(name), a, plan)
+                lines.append("<b>What-if vs the model as stored</b> (" + plan_label(name) + ")")
+                lines += [_html(x) for x in c["lines"]]
+                lines += [_html(n) for n in resp.notes]
+            if self._budget is not None and getattr(self._budget, "limit_bytes", None) is not None:
+                batch = 1
+                if edits is not None and edits.batch:
+                    batch = edits.batch
+                elif a.subgraph.inputs and a.subgraph.tensors[a.subgraph.inputs[0]].shape:
+                    batch = max(1, a.subgraph.tensors[a.subgraph.inputs[0]].shape[0])
+                rep = self._budget.report(
+                    arena_bytes=plan.arena_bytes, weights_bytes=resp.model.weights_bytes,
+                    batch=batch, binding_op=a.widest_op,
+                    binding_op_name=a.op_name(a.widest_op) if a.widest_op >= 0 else "")
+                if rep is not None:
+                    color = "#1a7f37" if rep.fits else "#c62828"
+                    lines.append(f"<b style='color:{color}'>{_html(rep.message)}</b>")
+                    lines += [_html(x) for x in rep.lines()]
+        self.budget_label.setText("<br>".join(lines) if lines else "-")
+        self.budget_box.setVisible(bool(lines))
 
     # --- operator profile and tensor details --------------------------------------------
 
