@@ -146,3 +146,23 @@ def test_runner_reports_failure_as_one_line(qtbot, tmp_path):
     assert str(bad) in msg and "\n" not in msg
     assert not runner.busy
     runner.shutdown()
+
+
+def test_resized_whatif_is_measured_and_litert_plan_matches_the_runtime():
+    """Batch 2 of the demo: the runtime is probed at the new shapes; our LiteRT plan equals it."""
+    from viewer.whatif.edits import WhatIfEdits
+
+    base = compute(AnalysisRequest(demo()))
+    r = compute(AnalysisRequest(demo(), edits=WhatIfEdits(batch=2)))
+    assert MEASURED in r.plans and r.measure_note == ""
+    inp = r.analysis.subgraph.tensors[r.analysis.subgraph.inputs[0]]
+    assert inp.shape[0] == 2
+    assert r.analysis.temporaries_ops  # kernel temporaries measured at batch 2
+    measured = r.analysis.resolve_alias_offsets(r.plans[MEASURED].offsets)
+    ours = r.analysis.resolve_alias_offsets(r.plans["litert"].offsets)
+    assert {t: ours[t] for t in measured} == measured
+    assert r.plans["litert"].arena_bytes == r.plans[MEASURED].arena_bytes == r.probe.arena_bytes
+    assert r.plans[MEASURED].arena_bytes > base.plans[MEASURED].arena_bytes
+    # A storage-dtype what-if cannot be measured: planned only, with the reason.
+    r16 = compute(AnalysisRequest(demo(), edits=WhatIfEdits(activation_dtype="float16")))
+    assert MEASURED not in r16.plans and "dtype" in r16.measure_note

@@ -75,7 +75,8 @@ class AnalysisRequest:
         Offset alignment in bytes (LiteRT's default 64).
     measure : bool
         Also run the real LiteRT runtime (in a subprocess) for kernel temporaries and the
-        measured arena; only for the unedited model.
+        measured arena: for the stored model and for resized inputs / batch, not for a
+        storage-dtype what-if (the runtime cannot do that).
     serial : int
         Set by :class:`TaskRunner`; a response whose serial is not the latest is stale.
     """
@@ -175,19 +176,37 @@ def compute(
 
     probe = None
     measure_note = ""
-    edited = request.edits is not None and not request.edits.is_empty()
+    prepared = None
+    input_shapes = None
+    edits = request.edits
+    edited = edits is not None and not edits.is_empty()
+    can_measure = request.measure
+    if edited:
+        report(0.05, "applying what-if edits")
+        prepared = prepare(model, request.subgraph, edits)
+        check()
+        if edits.activation_dtype or edits.tensor_dtypes:
+            can_measure = False
+            if request.measure:
+                measure_note = ("not measured: the runtime cannot store tensors in another dtype; "
+                                "the what-if is planned only")
+        else:  # resized inputs: the runtime itself can be measured at the new shapes
+            sg_edited = prepared.analysis.subgraph
+            input_shapes = {
+                k: tuple(sg_edited.tensors[t].shape)
+                for k, t in enumerate(model.subgraph(request.subgraph).inputs) if t >= 0
+            }
     if not request.measure:
         measure_note = "not measured (measurement is off)"
-    elif edited:
-        measure_note = "not measured: the runtime measures the model as stored, not the what-if"
-    else:
+    elif can_measure:
         mod = _probe_module()
         if mod is None:
             measure_note = "not measured: the LiteRT runtime probe is not available in this build"
         else:
-            report(0.05, "measuring with the LiteRT runtime")
+            report(0.1, "measuring with the LiteRT runtime")
             try:
-                probe = mod.probe_model(request.path, subgraph=request.subgraph)
+                probe = mod.probe_model(request.path, subgraph=request.subgraph,
+                                        input_shapes=input_shapes)
             except ViewerError as e:
                 measure_note = f"not measured: {e}"
             else:
@@ -197,19 +216,22 @@ def compute(
 
     report(0.3, "analysing usage intervals")
     analysis = None
-    notes: tuple[str, ...] = ()
-    estimated = False
+    notes: tuple[str, ...] = tuple(prepared.notes) if prepared is not None else ()
+    estimated = prepared.estimated if prepared is not None else False
     if probe is not None and probe.ok:
-        # The runtime's shapes (dynamic dimensions resolved) and its kernel temporaries.
+        # The runtime's shapes (dynamic dimensions resolved, inputs resized) and its kernel
+        # temporaries.
         try:
             analysis = _probe_module().probe_analysis(model, probe)
-            notes = tuple(getattr(probe, "notes", ()) or ())
+            notes += tuple(getattr(probe, "notes", ()) or ())
+            estimated = False
         except ViewerError as e:
             measure_note = f"measured, but the runtime's tensors do not match the file: {e}"
             probe = None
     if analysis is None:
-        prepared = prepare(model, request.subgraph, request.edits)
-        analysis, notes, estimated = prepared.analysis, tuple(prepared.notes), prepared.estimated
+        if prepared is None:
+            prepared = prepare(model, request.subgraph, edits)
+        analysis = prepared.analysis
     check()
 
     names = list(request.planners) if request.planners is not None else default_planner_names()
