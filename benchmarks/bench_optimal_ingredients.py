@@ -120,7 +120,7 @@ def main(argv=None) -> int:
     ap.add_argument("--ablation-limit", type=float, default=20.0, help="seconds per search (part 2)")
     ap.add_argument("--model-limit", type=float, default=10.0, help="seconds per model (part 3)")
     ap.add_argument("--instances", default="A,B,C,D,E,F,G,H,I,J,K")
-    ap.add_argument("--ablation-instances", default="A,D,F,G,J,K",
+    ap.add_argument("--ablation-instances", default="A,H,K",
                     help="instances the full search decides in seconds")
     ap.add_argument("--parts", default="planner,ablation,models")
     args = ap.parse_args(argv)
