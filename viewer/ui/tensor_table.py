@@ -31,6 +31,7 @@ class TensorTableModel(QAbstractTableModel):
     def __init__(self, parent=None):
         super().__init__(parent)
         self._rows: list[tuple] = []
+        self._row_of: dict[int, int] = {}
 
     def set_view(self, analysis: Analysis | None, plan: Plan | None) -> None:
         self.beginResetModel()
@@ -44,16 +45,14 @@ class TensorTableModel(QAbstractTableModel):
                     u.tensor, analysis.tensor_name(u.tensor), kind, u.nbytes, u.first_op,
                     u.last_op, u.held_ops, offsets.get(u.tensor), producer,
                 ))
+        self._row_of = {int(r[0]): i for i, r in enumerate(self._rows)}
         self.endResetModel()
 
     def tensor_at(self, row: int) -> int:
         return int(self._rows[row][0])
 
     def row_of(self, tensor: int) -> int | None:
-        for i, r in enumerate(self._rows):
-            if r[0] == tensor:
-                return i
-        return None
+        return self._row_of.get(tensor)
 
     def rowCount(self, parent=QModelIndex()) -> int:  # noqa: N802 (Qt override)
         return 0 if parent.isValid() else len(self._rows)
