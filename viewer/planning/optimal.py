@@ -4,7 +4,8 @@ The problem is two-dimensional packing with fixed x (usage intervals over operat
 y (byte offsets): dynamic storage allocation, NP-hard. The planner
 
 1. starts from the best plan of the registered heuristic (non-exact) planners;
-2. stops at once when that plan already meets the lower bound (the widest operator's breadth);
+2. stops at once when that plan already meets the lower bound (the widest operator's breadth,
+   raised by :func:`aligned_lower_bound` where alignment padding is unavoidable);
 3. asks a MiniMalloc-style exact search (:mod:`viewer.planning._minimalloc`; Moffitt, ASPLOS
    2023, google/minimalloc src/solver.cc) whether the arena fits in the lower bound, then
    bisects the capacity between the proven bound and the best arena found;
