@@ -44,39 +44,9 @@ class _RectList:
 from viewer.export.chart_data import ChartData
 from viewer.units import format_bytes
 
-def _pin_none_refcount() -> bool:
-    """Work around a binding bug: PySide6 6.12.0 on CPython 3.11 drops a reference to ``None``
-    on every call of a void C++ method (``QRect.setWidth``, ``QPainter.setPen``...), and to
-    ``True``/``False`` on methods returning bool. They start with a few thousand references,
-    so a few thousand paint calls later the process aborts with "Fatal Python error:
-    none_dealloc" (or bool_dealloc). When the bug is detected, each of the three gets 2**40
-    extra references (they are immortal from CPython 3.12 on, where nothing is needed).
+from viewer.export._qt_compat import guard_refcount_bug  # noqa: E402
 
-    Returns True when the work-around was applied.
-    """
-    import sys
-
-    if sys.version_info >= (3, 12):
-        return False
-    r = QtCore.QRect()
-    before = (sys.getrefcount(None), sys.getrefcount(True), sys.getrefcount(False))
-    for _ in range(8):
-        r.setWidth(1)
-        r.isEmpty()
-        r.isNull()
-    after = (sys.getrefcount(None), sys.getrefcount(True), sys.getrefcount(False))
-    if all(a >= b for a, b in zip(after, before)):
-        return False  # a fixed binding
-    import ctypes
-
-    for obj in (None, True, False):
-        refcnt = ctypes.c_ssize_t.from_address(id(obj))
-        if refcnt.value < (1 << 40):
-            refcnt.value += 1 << 40
-    return True
-
-
-NONE_REFCOUNT_PINNED = _pin_none_refcount()
+NONE_REFCOUNT_PINNED = guard_refcount_bug()
 
 #: Colours of everything but the rectangles (light theme, also used for export).
 THEME = {

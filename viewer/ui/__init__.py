@@ -1,5 +1,5 @@
 """Qt only: main window, packing chart, side panel, workers."""
 
-from viewer.ui import _pyside_compat
+from viewer.export._qt_compat import guard_refcount_bug
 
-_pyside_compat.apply()  # before any Qt call: see the module's docstring
+guard_refcount_bug()  # before any Qt call: see viewer/export/_qt_compat.py
