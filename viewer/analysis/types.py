@@ -118,6 +118,9 @@ class Analysis:
         kernel sizes them at prepare time (custom operators such as
         TFLite_Detection_PostProcess, old LSTM models): their ``nbytes`` (4 for float32) is
         likely not what LiteRT allocates; a runtime probe gives the real size.
+    temporary_names : Mapping[int, str]
+        Kernel temporary tensor id -> a readable name (LiteRT leaves temporaries unnamed);
+        :meth:`tensor_name` uses it. Empty by default.
     """
 
     subgraph: Subgraph
@@ -130,6 +133,7 @@ class Analysis:
     widest_op: int = -1
     alloc_queue: tuple = field(compare=False, hash=False, default=())
     kernel_sized: tuple[int, ...] = field(compare=False, hash=False, default=())
+    temporary_names: Mapping[int, str] = field(compare=False, hash=False, default_factory=dict)
 
     @property
     def notes(self) -> tuple[str, ...]:
@@ -156,6 +160,8 @@ class Analysis:
     def tensor_name(self, tensor: int) -> str:
         if 0 <= tensor < len(self.subgraph.tensors):
             return self.subgraph.tensors[tensor].name
+        if tensor in self.temporary_names:
+            return self.temporary_names[tensor]
         return f"temporary {tensor}"
 
     def op_name(self, op: int | None) -> str:
