@@ -135,3 +135,37 @@ def test_rectangles_drawn_without_pyqtgraphs_primitive_array(tmp_path, qapp, mon
     slow = export_chart(a, plan, tmp_path / "slow.png", width=800, height=500)
     want = count_color(fast, KIND_COLORS["intermediate"])
     assert want > 500 and count_color(slow, KIND_COLORS["intermediate"]) == want
+
+
+@pytest.mark.parametrize("size", [(1600, 1000), (800, 600), (420, 300)])
+@pytest.mark.parametrize("color_by", ["kind", "op"])
+def test_legend_sits_outside_both_plots(qapp, size, color_by):
+    """Wide images put the legend in a column on the right, narrow ones in a row above the
+    plot; either way it covers neither the packing plot nor the breadth curve."""
+    from PySide6.QtCore import Qt
+
+    from viewer.export.chart_data import build_chart_data
+    from viewer.export.image import build_chart_widget
+
+    a = synthetic_analysis()
+    data = build_chart_data(a, plan_of(a, "greedy_by_size"), color_by=color_by)
+    widget, chart = build_chart_widget(data, *size)
+    widget.setAttribute(Qt.WidgetAttribute.WA_DontShowOnScreen, True)
+    widget.show()
+    for _ in range(3):
+        qapp.processEvents()
+    try:
+        legend = chart.legend.sceneBoundingRect()
+        assert legend.width() > 50 and legend.height() > 20
+        assert len(chart.legend.items) == len(data.legend) + 4  # heading, arena, bound, band
+        for plot in (chart.packing, chart.breadth):
+            assert not legend.intersects(plot.getViewBox().sceneBoundingRect())
+        assert legend.right() <= size[0] + 1 and legend.bottom() <= size[1]
+        if size[0] >= 1000:
+            assert legend.left() >= chart.packing.getViewBox().sceneBoundingRect().right()
+        else:
+            assert legend.bottom() <= chart.packing.getViewBox().sceneBoundingRect().top()
+            assert chart.legend.columnCount > 1 or size[0] < 500
+    finally:
+        widget.close()
+        widget.deleteLater()

@@ -182,3 +182,18 @@ def test_mobilenet_v2_one_rectangle_per_tensor_and_band_at_lower_bound(chart, qt
             hit = chart.tensor_at((d.x0[row] + d.x1[row]) / 2, (d.y0[row] + d.y1[row]) / 2)
             assert hit is not None
             assert hit == d.tensor[row] or d.y0[d.row_of(hit)] == d.y0[row]
+
+
+@pytest.mark.parametrize("width", [1100, 520])
+def test_legend_is_a_row_above_the_plot_and_rewraps_on_resize(chart, qtbot, width):
+    a = synthetic_analysis()
+    chart.set_view(a, plan_of(a), model_name="m", subgraph=0)
+    chart.set_color_mode("op")
+    chart.resize(width, 650)
+    qtbot.wait(30)
+    plot = chart.chart_plot()
+    legend = plot.legend.sceneBoundingRect()
+    packing = plot.packing.getViewBox().sceneBoundingRect()
+    assert not legend.intersects(packing)
+    assert legend.bottom() <= packing.top() and legend.right() <= chart.width()
+    assert packing.height() > 0.4 * chart.height()

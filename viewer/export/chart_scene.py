@@ -369,6 +369,41 @@ class TitleItem(pg.GraphicsWidget):
         p.drawText(self.boundingRect(), QtCore.Qt.AlignmentFlag.AlignCenter, self.shown_text())
 
 
+
+#: Point size of legend labels.
+LEGEND_PT = 9.0
+
+
+def fit_legend(legend: pg.LegendItem, width: float) -> int:
+    """Lay out a legend built by :func:`build_chart` for a chart ``width`` pixels wide.
+
+    A legend on top gets as many columns as fit in ``width`` (rows wrap); one on the right
+    keeps one column. Its size is then fixed, so the layout gives the plots the rest and the
+    legend never overlaps them. Returns the number of columns.
+    """
+    if legend.property("arena_viewer_top"):
+        # Each entry's width as drawn: sample, label text, spacing between them and columns.
+        spacing = legend.layout.horizontalSpacing()
+        widths = [sample.boundingRect().width() + label.item.boundingRect().width() + 3 * spacing + 12
+                  for sample, label in legend.items]
+        cols = 1
+        for c in range(len(widths), 1, -1):  # the most columns (row-major) that fit
+            if sum(max(widths[j::c]) for j in range(c)) <= float(width) - 40.0:
+                cols = c
+                break
+    else:
+        cols = legend.columnCount
+    if cols != legend.columnCount:
+        legend.setColumnCount(cols)
+    legend.setMinimumSize(0, 0)  # a fixed size from an earlier fit would keep the old geometry
+    legend.setMaximumSize(1e6, 1e6)
+    legend.updateSize()
+    size = legend.geometry().size()
+    legend.setMinimumSize(size)
+    legend.setMaximumSize(size)
+    return cols
+
+
 def build_chart(data: ChartData, layout: pg.GraphicsLayout, *, legend_cols: int = 1,
                 legend: str = "right", title_pt: float = 13.0) -> ChartPlot:
     """Fill ``layout`` with the complete chart of ``data``.
@@ -385,9 +420,10 @@ def build_chart(data: ChartData, layout: pg.GraphicsLayout, *, legend_cols: int 
         Emptied first (e.g. ``GraphicsLayoutWidget.ci``).
     legend_cols : int
         Columns of legend entries.
-    legend : {"right", "inside"}
-        Legend in its own column right of the packing plot (wide images), or inside the
-        packing plot's top-right corner (narrow widgets; it can be dragged away).
+    legend : {"right", "top"}
+        Legend in its own column right of the packing plot (wide images), or in a row between
+        the title and the packing plot (the widget, narrow images); ``"inside"`` is an old name
+        of ``"top"``. Either way it never covers the plot area.
     title_pt : float
         Point size of the title, which is elided in the middle when the chart is narrow.
 
@@ -406,17 +442,17 @@ def build_chart(data: ChartData, layout: pg.GraphicsLayout, *, legend_cols: int 
     packing = pg.PlotItem(
         axisItems={"left": BytesAxisItem("left"), "bottom": OperatorAxisItem("bottom")}
     )
-    layout.addItem(packing, row=1, col=0)
+    layout.addItem(packing, row=2, col=0)
     breadth = pg.PlotItem(
         axisItems={"left": BytesAxisItem("left"), "bottom": OperatorAxisItem("bottom")}
     )
-    layout.addItem(breadth, row=2, col=0)
-    layout.layout.setRowStretchFactor(1, 3)
-    layout.layout.setRowStretchFactor(2, 1)
+    layout.addItem(breadth, row=3, col=0)
+    layout.layout.setRowStretchFactor(2, 3)
+    layout.layout.setRowStretchFactor(3, 1)
 
     for plot, ylabel, xlabel in (
         (packing, "arena offset (bytes)", "operator index (execution order)"),
-        (breadth, "live bytes (operator breadth)", "operator index (execution order)"),
+        (breadth, "breadth (bytes)", "operator index (execution order)"),
     ):
         plot.hideButtons()
         plot.setMenuEnabled(False)
@@ -489,7 +525,10 @@ def build_chart(data: ChartData, layout: pg.GraphicsLayout, *, legend_cols: int 
 
     # Lower bound and arena size.
     same = data.arena_bytes == data.lower_bound
-    lb_pos, lb_anchor = (0.02, (0, 0)) if frac > 0.5 else (0.98, (1, 0))
+    # The lower bound's label sits above its line at the left end: only tensors planned above
+    # the lower bound can be there (none when arena = lower bound, and then the arena's label,
+    # right-aligned above its own line, says so and the lower bound's is hidden).
+    lb_pos, lb_anchor = 0.01, (0, 1)
     lb_line = pg.InfiniteLine(
         pos=data.lower_bound / ys, angle=0, movable=False,
         pen=_pen(THEME["lower_bound"], 1.5, QtCore.Qt.PenStyle.DashLine),
@@ -509,6 +548,8 @@ def build_chart(data: ChartData, layout: pg.GraphicsLayout, *, legend_cols: int 
     for line in (lb_line, arena_line):
         line.setZValue(15)
         packing.addItem(line)
+    if same:
+        lb_line.label.setVisible(False)
 
     # Breadth curve.
     xs = np.arange(len(data.breadth) + 1, dtype=np.float64)
@@ -521,32 +562,29 @@ def build_chart(data: ChartData, layout: pg.GraphicsLayout, *, legend_cols: int 
         pos=data.lower_bound / bs, angle=0, movable=False,
         pen=_pen(THEME["lower_bound"], 1.5, QtCore.Qt.PenStyle.DashLine),
         label=f"lower bound {format_bytes(data.lower_bound, 2)}",
-        labelOpts={"position": lb_pos, "color": THEME["lower_bound"], "anchors": [lb_anchor] * 2,
+        # Under the line, on the side away from the widest operator (whose breadth touches it).
+        labelOpts={"position": 0.02 if frac > 0.5 else 0.98,
+                   "color": THEME["lower_bound"], "anchors": [(0, 0) if frac > 0.5 else (1, 0)] * 2,
                    "fill": pg.mkBrush(255, 255, 255, 210)},
     )
     blb.setZValue(15)
     breadth.addItem(blb)
 
-    # Legend beside the packing plot.
-    inside = legend == "inside"
-    if inside and legend_cols == 1 and len(data.legend) > 5:
-        legend_cols = 2  # a shorter box over the data
-    legend_item = pg.LegendItem(
-        colCount=legend_cols, labelTextColor=fg, labelTextSize="9pt",
-        offset=None,
-        brush=pg.mkBrush(255, 255, 255, 225 if inside else 0),
-        pen=pg.mkPen(190, 190, 190) if inside else None, verSpacing=-2,
+    # Legend outside the plot area: its own column on the right (wide images) or a row between
+    # the title and the packing plot (the widget, narrow images). It never covers a rectangle.
+    top_legend = legend in ("top", "inside")
+    legend = pg.LegendItem(
+        colCount=max(int(legend_cols), 1), labelTextColor=fg, labelTextSize=f"{LEGEND_PT:g}pt",
+        offset=None, brush=pg.mkBrush(255, 255, 255, 0), pen=None, verSpacing=-2,
+        horSpacing=6 if top_legend else 25,
     )
-    legend = legend_item
     heading = "colour: tensor kind" if data.color_by == "kind" else "colour: producer op"
-    if inside:
-        legend.setParentItem(packing.getViewBox())
-        legend.setZValue(40)
+    legend.setParentItem(None)
+    if top_legend:
+        layout.addItem(legend, row=1, col=0, colspan=2)
     else:
-        legend.setParentItem(None)
-        layout.addItem(legend, row=1, col=1)
-    if not inside:
-        legend.addItem(pg.PlotDataItem(pen=None), f"<b>{heading}</b>")
+        layout.addItem(legend, row=2, col=1)
+    legend.addItem(pg.PlotDataItem(pen=None), f"<b>{heading}</b>")
     for label, idx in data.legend:
         rgb = data.palette[idx]
         sample = pg.PlotDataItem(
@@ -554,42 +592,25 @@ def build_chart(data: ChartData, layout: pg.GraphicsLayout, *, legend_cols: int 
             symbolBrush=pg.mkBrush(*rgb), symbolPen=pg.mkPen(QtGui.QColor(*rgb).darker(160)),
         )
         legend.addItem(sample, label)
-    if not inside:  # inside the plot, keep it small: the lines and band are labelled in place
-        for line_pen, label in (
-            (_pen(THEME["arena"], 2), "arena size (high-water mark)"),
-            (_pen(THEME["lower_bound"], 2, QtCore.Qt.PenStyle.DashLine), "lower bound"),
-        ):
-            legend.addItem(pg.PlotDataItem([0, 1], [0, 0], pen=line_pen), label)
-        legend.addItem(
-            pg.PlotDataItem([0], [0], pen=None, symbol="s", symbolSize=11,
-                            symbolBrush=pg.mkBrush(THEME["band"]),
-                            symbolPen=pg.mkPen(THEME["band"][:3])),
-            "widest operator",
-        )
-
-    legend.updateSize()
-    if not inside:
-        size = legend.geometry().size()
-        legend.setMinimumSize(size)
-        legend.setMaximumSize(size)
-        layout.layout.setAlignment(
-            legend, QtCore.Qt.AlignmentFlag.AlignTop | QtCore.Qt.AlignmentFlag.AlignLeft)
+    for line_pen, label in (
+        (_pen(THEME["arena"], 2), "arena (high-water mark)"),
+        (_pen(THEME["lower_bound"], 2, QtCore.Qt.PenStyle.DashLine), "lower bound"),
+    ):
+        legend.addItem(pg.PlotDataItem([0, 1], [0, 0], pen=line_pen), label)
+    legend.addItem(
+        pg.PlotDataItem([0], [0], pen=None, symbol="s", symbolSize=11,
+                        symbolBrush=pg.mkBrush(THEME["band"]),
+                        symbolPen=pg.mkPen(THEME["band"][:3])),
+        "widest operator",
+    )
+    legend.setProperty("arena_viewer_top", top_legend)
+    fit_legend(legend, geometry.width() if geometry.width() > 0 else 1000.0)
+    layout.layout.setAlignment(
+        legend, QtCore.Qt.AlignmentFlag.AlignTop | QtCore.Qt.AlignmentFlag.AlignLeft)
 
     # Emptying a shown layout shrinks it to its minimum size; give it back the view's size.
     if geometry.height() > 0 and geometry.width() > 0:
         layout.setGeometry(geometry)
-
-    if inside:
-        vb = packing.getViewBox()
-
-        def place_legend(*_):
-            # Top-left, under the arena line and the lower-bound label that may sit under it.
-            y = vb.mapViewToScene(QtCore.QPointF(0, top / ys)).y() - vb.sceneBoundingRect().top()
-            legend.anchor(itemPos=(0, 0), parentPos=(0, 0), offset=(6, max(6.0, y + 24)))
-
-        vb.sigRangeChanged.connect(place_legend)
-        vb.sigResized.connect(place_legend)
-        place_legend()
 
     plot = ChartPlot(
         data=data, packing=packing, breadth=breadth, item=item, legend=legend, title=title,

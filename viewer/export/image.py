@@ -224,6 +224,21 @@ def export_chart_data(data, path: str | Path, *, width: int = 1600, height: int 
     """
     path = Path(path)
     check_output(path, width, height)
+    widget, _ = build_chart_widget(data, width, height, faded=faded)
+    try:
+        return render_widget(widget, path, width, height)
+    finally:
+        widget.close()
+        widget.deleteLater()
+
+
+def build_chart_widget(data, width: int, height: int, *, faded=None):
+    """An unshown ``GraphicsLayoutWidget`` holding the chart of ``data`` laid out for an image
+    of ``width`` x ``height`` pixels, and its :class:`~viewer.export.chart_scene.ChartPlot`.
+
+    The legend gets its own column right of the plots when the image is at least 1000 px
+    wide, else a row between the title and the plots; it never covers the plot area.
+    """
     ensure_qt_app()
     import pyqtgraph as pg
 
@@ -232,13 +247,10 @@ def export_chart_data(data, path: str | Path, *, width: int = 1600, height: int 
     widget = pg.GraphicsLayoutWidget(show=False, size=(width, height))
     widget.setBackground(THEME["background"])
     widget.setWindowTitle(data.title)
-    try:
-        # The legend gets its own column when there is room for it, else sits inside the plot.
-        chart = build_chart(data, widget.ci, legend="right" if width >= 1000 else "inside",
-                            title_pt=13.0 if width >= 1000 else 11.0)
-        if faded is not None:
-            chart.item.set_faded(faded)
-        return render_widget(widget, path, width, height)
-    finally:
-        widget.close()
-        widget.deleteLater()
+    widget.resize(width, height)
+    widget.ci.setGeometry(0, 0, width, height)
+    chart = build_chart(data, widget.ci, legend="right" if width >= 1000 else "top",
+                        title_pt=13.0 if width >= 1000 else 11.0)
+    if faded is not None:
+        chart.item.set_faded(faded)
+    return widget, chart

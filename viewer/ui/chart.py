@@ -15,7 +15,7 @@ from PySide6.QtWidgets import QToolTip, QVBoxLayout, QWidget
 
 from viewer.analysis.types import Analysis
 from viewer.export.chart_data import COLOR_MODES, ChartData, build_chart_data
-from viewer.export.chart_scene import THEME, ChartPlot, build_chart
+from viewer.export.chart_scene import THEME, ChartPlot, build_chart, fit_legend
 from viewer.planning.types import Plan
 from viewer.units import format_bytes
 
@@ -238,7 +238,7 @@ class PackingChart(QWidget):
             self._analysis, self._plan, color_by=self._color_mode,
             model_name=self._model_name, subgraph=self._subgraph,
         )
-        self._chart = build_chart(self._data, self.view.ci, legend="inside", title_pt=11.0)
+        self._chart = build_chart(self._data, self.view.ci, legend="top", title_pt=11.0)
         self._fit_layout()
         self._chart.packing.setMenuEnabled(True)
         if self._min_held > 0:
@@ -246,8 +246,12 @@ class PackingChart(QWidget):
         self._update_selection()
 
     def _fit_layout(self) -> None:
-        """Give the layout the whole view again (emptying a shown layout shrinks it)."""
-        self.view.ci.setGeometry(QRectF(self.view.viewport().rect()))
+        """Give the layout the whole view again (emptying a shown layout shrinks it), with the
+        legend row wrapped to the view's width."""
+        rect = QRectF(self.view.viewport().rect())
+        if self._chart is not None and rect.width() > 0:
+            fit_legend(self._chart.legend, rect.width())
+        self.view.ci.setGeometry(rect)
 
     def _update_selection(self) -> None:
         chart, d, a = self._chart, self._data, self._analysis
@@ -341,6 +345,9 @@ class PackingChart(QWidget):
     def eventFilter(self, obj: QObject, event: QEvent) -> bool:
         if event.type() == QEvent.Type.KeyPress and self._handle_key(event.key()):
             return True
+        if (event.type() == QEvent.Type.Resize and obj is self.view.viewport()
+                and self._chart is not None):  # re-wrap the legend row to the new width
+            fit_legend(self._chart.legend, max(float(event.size().width()), 1.0))
         if event.type() == QEvent.Type.Leave and obj is self.view.viewport() and self._hovered != -1:
             self._hovered = -1  # the mouse left the chart: nothing is hovered
             self.tensor_hovered.emit(-1)
