@@ -9,7 +9,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from PySide6.QtCore import QSettings, Qt, Signal
+from PySide6.QtCore import QByteArray, QSettings, QSize, Qt, Signal
 from PySide6.QtGui import QAction, QKeySequence
 from PySide6.QtWidgets import (
     QDockWidget,
@@ -28,12 +28,36 @@ from viewer.ui.chart import PackingChart
 from viewer.ui.side_panel import SidePanel
 from viewer.ui.tensor_table import TensorTable
 from viewer.ui.whatif_panel import WhatIfPanel
-from viewer.ui.workers import AnalysisRequest, AnalysisResponse, TaskRunner, plan_label
+from viewer.ui.workers import (
+    OPTIMAL,
+    AnalysisRequest,
+    AnalysisResponse,
+    OptimizeRequest,
+    OptimizeResponse,
+    ReorderRequest,
+    TaskRunner,
+    compute_optimal,
+    compute_reorder,
+    optimal_summary,
+    plan_label,
+)
 from viewer.whatif.edits import WhatIfEdits
 
 APP_NAME = "Arena Viewer"
 MAX_RECENT = 8
 MODEL_FILTER = "TensorFlow Lite / LiteRT models (*.tflite);;All files (*)"
+DEFAULT_SIZE = QSize(1400, 860)
+#: Seconds the exact planner ``optimal`` may run (setting ``optimal_time_limit``).
+OPTIMAL_TIME_LIMIT = 60.0
+#: Seconds the operator reorder search may run (setting ``reorder_time_limit``).
+REORDER_TIME_LIMIT = 10.0
+
+_VERBS = {"open": "Opening", "subgraph": "Analysing subgraph of", "what-if": "Confirming what-if with the runtime for",
+          "what-if-estimate": "Estimating what-if for", "optimize": "Optimizing the arena of",
+          "reorder": "Reordering operators of"}
+_FAIL_TITLES = {"open": "Cannot open model", "subgraph": "Cannot analyse subgraph",
+                "what-if": "What-if not applied", "what-if-estimate": "What-if not applied",
+                "optimize": "Optimize failed", "reorder": "Reorder failed"}
 
 
 def _is_model_url(url) -> bool:
@@ -55,6 +79,8 @@ class MainWindow(QMainWindow):
     view_changed = Signal()
     #: Emitted with the one-line reason when opening or analysing failed.
     open_failed = Signal(str)
+    #: Emitted with the kind of work ("optimize", "reorder", ...) when it was cancelled.
+    work_cancelled = Signal(str)
 
     def __init__(self, settings: QSettings | None = None, measure: bool | None = None,
                  parent: QWidget | None = None):
@@ -63,7 +89,10 @@ class MainWindow(QMainWindow):
         if measure is None:
             measure = str(self.settings.value("measure", "true")).lower() == "true"
         self._measure = bool(measure)
-        self._resp: AnalysisResponse | None = None
+        self._resp: AnalysisResponse | None = None  # shown: self._full.showing(temporaries)
+        self._full: AnalysisResponse | None = None  # as the worker delivered it (+ optimal plans)
+        self._with_temporaries = True  # show the analysis with the runtime's kernel temporaries
+        self._before_reorder: AnalysisResponse | None = None  # the original order, to go back
         self._planner: str | None = None
         self._selected: int | None = None
         self._edits: WhatIfEdits | None = None
@@ -71,7 +100,7 @@ class MainWindow(QMainWindow):
         self._pending_kind = "open"  # what the running request does: open, subgraph, what-if
         self.setWindowTitle(APP_NAME)
         self.setAcceptDrops(True)
-        self.resize(1400, 860)
+        self.resize(DEFAULT_SIZE)
 
         self.chart = PackingChart(self)
         self.setCentralWidget(self.chart)
@@ -94,6 +123,8 @@ class MainWindow(QMainWindow):
         self.runner.failed.connect(self._on_runner_failed)
         self.runner.progressed.connect(self._on_runner_progressed)
         self.runner.busy_changed.connect(self._on_runner_busy_changed)
+        self.runner.cancelled.connect(self._on_runner_cancelled)
+        self._edits_pending: WhatIfEdits | None = None
 
         self.chart.tensor_selected.connect(self._on_chart_tensor_selected)
         self.chart.tensor_hovered.connect(self._on_chart_tensor_hovered)
@@ -113,6 +144,8 @@ class MainWindow(QMainWindow):
         bar.addAction(self.open_action)
         bar.addSeparator()
         bar.addWidget(self.side.view_bar)
+        self._default_state = self.saveState()
+        self._restore_layout()
         self._update_actions()
 
     # --- construction -------------------------------------------------------------------
@@ -134,7 +167,7 @@ class MainWindow(QMainWindow):
         self.cancel_button = QToolButton()
         self.cancel_button.setText("Cancel")
         self.cancel_button.setVisible(False)
-        self.cancel_button.clicked.connect(self.runner.cancel)
+        self.cancel_button.clicked.connect(self.cancel)
         sb.addWidget(self.status_label, 1)
         sb.addPermanentWidget(self.progress)
         sb.addPermanentWidget(self.cancel_button)
@@ -181,8 +214,21 @@ class MainWindow(QMainWindow):
                   self.color_action, self.find_action, self.escape_action):
             m.addAction(a)
         m.addSeparator()
+        self.temporaries_action = QAction("Include &kernel temporaries", self)
+        self.temporaries_action.setCheckable(True)
+        self.temporaries_action.setChecked(True)
+        self.temporaries_action.setShortcut(QKeySequence("Ctrl+T"))
+        self.temporaries_action.setStatusTip(
+            "Chart, bound and plans with the kernel temporaries the runtime measured, or the "
+            "model's tensors alone")
+        self.temporaries_action.toggled.connect(self._on_temporaries_toggled)
+        m.addAction(self.temporaries_action)
+        m.addSeparator()
         for dock in self.findChildren(QDockWidget):
             m.addAction(dock.toggleViewAction())
+        self.reset_layout_action = self._action("Reset &layout", self.reset_layout,
+                                                tip="Docks and window size as on first start")
+        m.addAction(self.reset_layout_action)
 
         m = mb.addMenu("&Analysis")
         self.measure_action = QAction("&Measure with the LiteRT runtime", self)
@@ -192,6 +238,23 @@ class MainWindow(QMainWindow):
             "Run the real interpreter (in a subprocess) for kernel temporaries and the measured arena")
         self.measure_action.toggled.connect(self._on_measure_toggled)
         m.addAction(self.measure_action)
+        m.addSeparator()
+        self.optimize_action = self._action(
+            "&Optimize (exact planner)…", self.optimize, "Ctrl+Shift+O",
+            "Run the exact planner 'optimal' on the analysis shown: proven optimal, or the gap "
+            "to its proven bound")
+        self.reorder_action = self._action(
+            "&Reorder operators to lower the peak…", self.reorder_operators, "Ctrl+Shift+R",
+            "Search topological operator orders for the smallest lower bound")
+        self.restore_order_action = self._action(
+            "Back to the &original order", self.restore_original_order, None,
+            "Show the model's own operator order again")
+        self.save_reordered_action = self._action(
+            "&Save reordered model…", lambda: self.save_reordered(), None,
+            "Write a copy of the model with the operators in the new order")
+        for a in (self.optimize_action, self.reorder_action, self.restore_order_action,
+                  self.save_reordered_action):
+            m.addAction(a)
 
         m = mb.addMenu("&Help")
         m.addAction(self._action("&Keyboard shortcuts", lambda: dialogs.show_shortcuts(self), "F1"))
@@ -228,57 +291,205 @@ class MainWindow(QMainWindow):
         """
         self._submit(AnalysisRequest(str(path), subgraph, model, None, measure=self._measure), "open")
 
-    def _submit(self, request: AnalysisRequest, kind: str) -> None:
+    def _submit(self, request, kind: str, fn=None) -> None:
         self._pending_kind = kind
-        verb = {"open": "Opening", "subgraph": "Analysing subgraph of", "what-if": "Re-planning"}[kind]
-        self.status_label.setText(f"{verb} {os.path.basename(request.path)}…")
-        self.runner.submit(request)
+        self.status_label.setText(f"{_VERBS[kind]} {os.path.basename(request.path)}…")
+        self.runner.submit(request, fn)
 
-    def _on_runner_response_ready(self, resp: AnalysisResponse) -> None:
-        previous = self._resp
+    def _on_runner_response_ready(self, resp) -> None:
+        previous, previous_full = self._resp, self._full
         try:
-            self._apply_response(resp)
+            if isinstance(resp, OptimizeResponse):
+                self._apply_optimal(resp)
+            else:
+                self._apply_response(resp)
         except Exception as e:  # never a crash: say what failed, keep the window usable
             if os.environ.get("ARENA_VIEWER_DEBUG"):
                 raise
-            self._resp = previous
+            self._resp, self._full = previous, previous_full
             msg = f"{resp.request.path}: cannot show the result: {type(e).__name__}: {e}"
             self.open_failed.emit(msg)
             dialogs.show_error(self, "Cannot show model", msg)
 
+    @property
+    def full_response(self) -> AnalysisResponse | None:
+        """The response as computed: both views (with and without kernel temporaries)."""
+        return self._full
+
+    @property
+    def baseline(self) -> AnalysisResponse | None:
+        """The unedited subgraph in its stored order (what-ifs and reorders compare with it)."""
+        return self._baseline
+
     def _apply_response(self, resp: AnalysisResponse) -> None:
-        new_model = self._resp is None or self._resp.model is not resp.model
-        new_subgraph = new_model or self._resp.request.subgraph != resp.request.subgraph
-        self._resp = resp
+        new_model = self._full is None or self._full.model is not resp.model
+        new_subgraph = new_model or self._full.request.subgraph != resp.request.subgraph
+        self._full = resp
         self._edits = resp.request.edits
         if new_model:
             self._selected = None
             self._add_recent(resp.model.path)
         if new_subgraph:
             self.whatif.set_model(resp.model, resp.request.subgraph)
-        if resp.request.edits is None or resp.request.edits.is_empty():
-            self._baseline = resp
-        elif self._baseline is not None and (self._baseline.model is not resp.model
-                                             or self._baseline.request.subgraph != resp.request.subgraph):
+        unedited = resp.request.edits is None or resp.request.edits.is_empty()
+        if resp.reorder is None:
+            self._before_reorder = None
+            if unedited:
+                self._baseline = resp
+        if self._baseline is not None and (self._baseline.model is not resp.model
+                                           or self._baseline.request.subgraph != resp.request.subgraph):
             self._baseline = None
-        self.side.set_baseline(self._baseline)
-        self._planner = self.side.set_response(resp, self._planner)
-        self._show_plan()
-        if self._selected is not None and resp.analysis.usage(self._selected) is None:
-            self._selected = None
-        self._apply_selection(self._selected, source=None)
+        if resp.reorder is not None:
+            self._before_reorder = self._baseline
+        self._show_current()
         name = os.path.basename(resp.model.path)
         self.setWindowTitle(f"{name} — {APP_NAME}")
-        a = resp.analysis
+        a = self._resp.analysis
         extra = " (shapes estimated)" if resp.estimated else ""
+        stage = ""
+        if resp.request.shape_source == "inferred" and not unedited:
+            stage = " — estimated; confirming with the runtime…"
+        elif resp.reorder is not None:
+            stage = f" — reordered: {len(resp.reorder.moved_ops)} operators moved"
         self.status_label.setText(
             f"{name}: {a.num_ops} operators, {len(a.usages)} arena tensors; planned in "
-            f"{resp.seconds:.2f} s{extra}" + (f" — {resp.measure_note}" if resp.measure_note else ""))
+            f"{resp.seconds:.2f} s{extra}{stage}"
+            + (f" — {resp.measure_note}" if resp.measure_note and not stage else ""))
+        self._update_actions()
+        self.view_changed.emit()
+        if resp.request.shape_source == "inferred" and not unedited:
+            self._confirm_whatif(resp.request.edits)
+
+    def _show_current(self) -> None:
+        """Show ``self._full`` with or without kernel temporaries, as the View menu says."""
+        full = self._full
+        if full is None:
+            return
+        with_t = self._with_temporaries
+        self._resp = full.showing(with_t)
+        self.side.set_baseline(self._baseline.showing(with_t) if self._baseline is not None else None)
+        self._planner = self.side.set_response(self._resp, self._planner)
+        self._show_plan()
+        if self._selected is not None and self._resp.analysis.usage(self._selected) is None:
+            self._selected = None
+        self._apply_selection(self._selected, source=None)
+        self.temporaries_action.blockSignals(True)
+        self.temporaries_action.setChecked(with_t and full.has_temporaries)
+        self.temporaries_action.blockSignals(False)
+
+    def _on_temporaries_toggled(self, on: bool) -> None:
+        self._with_temporaries = bool(on)
+        if self._full is not None:
+            self._show_current()
+            a = self._resp.analysis
+            which = "with kernel temporaries" if self._resp.temporaries_shown else "tensors only"
+            self.status_label.setText(f"Showing {which}: lower bound {a.lower_bound_bytes:,} bytes")
+            self.view_changed.emit()
+
+    def set_include_temporaries(self, on: bool) -> None:
+        """Show the analysis with (True) or without the runtime's kernel temporaries."""
+        self.temporaries_action.setChecked(bool(on))
+        if self._with_temporaries != bool(on):
+            self._on_temporaries_toggled(bool(on))
+
+    # --- optimize, reorder ----------------------------------------------------------------
+
+    def cancel(self) -> None:
+        """Stop the running background work (the view stays as it is)."""
+        self.runner.cancel()
+
+    def optimize(self) -> None:
+        """Run the exact planner ``optimal`` on the analysis shown, in the background."""
+        if self._resp is None:
+            return
+        limit = float(self.settings.value("optimal_time_limit", OPTIMAL_TIME_LIMIT))
+        req = OptimizeRequest(self._resp.request.path, self._resp.analysis,
+                              self._resp.request.alignment, limit)
+        self._submit(req, "optimize", compute_optimal)
+
+    def _apply_optimal(self, resp: OptimizeResponse) -> None:
+        full = self._full
+        if full is None:
+            return
+        for with_t in (True, False):
+            view = full.showing(with_t)
+            if view.analysis is resp.request.analysis:
+                break
+        else:  # the view it was run for is gone (another model or what-if)
+            self.status_label.setText("Optimize finished for a view no longer shown; ignored.")
+            return
+        self._full = view.with_plan(OPTIMAL, resp.plan)
+        if self._baseline is full:
+            self._baseline = self._full
+        self._with_temporaries = view.temporaries_shown if full.has_temporaries else self._with_temporaries
+        self._planner = OPTIMAL
+        self._show_current()
+        p = resp.plan
+        self.status_label.setText(
+            f"Optimal: arena {p.arena_bytes:,} bytes, {optimal_summary(p)} "
+            f"({p.stats.get('seconds', 0.0):.1f} s)")
         self._update_actions()
         self.view_changed.emit()
 
+    def reorder_operators(self) -> None:
+        """Search an operator order with a smaller lower bound (in the background), then show it."""
+        base = self._baseline if self._baseline is not None else self._full
+        if base is None:
+            return
+        limit = float(self.settings.value("reorder_time_limit", REORDER_TIME_LIMIT))
+        self._submit(ReorderRequest(base.request.path, base, limit), "reorder", compute_reorder)
+
+    def restore_original_order(self) -> None:
+        """Show the model's own operator order again (no recomputation)."""
+        if self._before_reorder is None:
+            return
+        self._apply_response(self._before_reorder)
+
+    def save_reordered(self, path: str | None = None) -> str | None:
+        """Write a copy of the model with the reordered operators to ``path``.
+
+        Asks for the file when ``path`` is None, and before replacing an existing file; never
+        writes over the open model. Returns the path written, or None.
+        """
+        from viewer.model.writer import write_reordered
+
+        full = self._full
+        if full is None or full.reorder is None:
+            return None
+        src = full.model.path
+        if path is None:
+            stem = Path(src).stem
+            folder = self.settings.value("export_dir", os.path.dirname(os.path.abspath(src)))
+            path, _ = QFileDialog.getSaveFileName(
+                self, "Save reordered model", str(Path(str(folder)) / f"{stem}_reordered.tflite"),
+                MODEL_FILTER, options=QFileDialog.Option.DontConfirmOverwrite)
+            if not path:
+                return None
+        same = os.path.abspath(path) == os.path.abspath(src)
+        try:
+            same = same or (os.path.exists(path) and os.path.samefile(path, src))
+        except OSError:
+            pass
+        if same:
+            dialogs.show_error(self, "Not saved",
+                               f"{path}: refusing to overwrite the open model; choose another file")
+            return None
+        if not dialogs.confirm_overwrite(self, path):
+            return None
+        try:
+            n = write_reordered(src, path, full.request.subgraph, full.reorder.order)
+        except ViewerError as e:
+            dialogs.show_error(self, "Not saved", str(e))
+            return None
+        self.status_label.setText(f"Wrote {path} ({n:,} bytes, operators reordered)")
+        return path
+
     def _on_runner_failed(self, message: str) -> None:
         kind = self._pending_kind
+        if kind == "what-if-estimate" and self._edits_pending is not None:
+            # Our shape inference could not do it: let the runtime try.
+            self._confirm_whatif(self._edits_pending)
+            return
         shown = " (the previous view stays)" if self._resp is not None else ""
         self.status_label.setText(message + shown)
         self.open_failed.emit(message)
@@ -287,9 +498,7 @@ class MainWindow(QMainWindow):
             if bad:
                 self.settings.setValue("recent_files", [p for p in self.recent_files() if p not in bad])
                 self._rebuild_recent_menu()
-        title = {"open": "Cannot open model", "subgraph": "Cannot analyse subgraph",
-                 "what-if": "What-if not applied"}[kind]
-        dialogs.show_error(self, title, message)
+        dialogs.show_error(self, _FAIL_TITLES[kind], message)
 
     def _on_runner_progressed(self, fraction: float, message: str) -> None:
         self.progress.setValue(int(1000 * fraction))
@@ -303,6 +512,12 @@ class MainWindow(QMainWindow):
         else:
             if self._resp is None and self.status_label.text().endswith("…"):
                 self.status_label.setText("Cancelled.")
+        self._update_actions()
+
+    def _on_runner_cancelled(self) -> None:
+        what = {"optimize": "Optimize", "reorder": "Reorder"}.get(self._pending_kind, "Work")
+        self.status_label.setText(f"{what} cancelled; the view is unchanged.")
+        self.work_cancelled.emit(self._pending_kind)
 
     # --- view -----------------------------------------------------------------------------
 
@@ -332,16 +547,36 @@ class MainWindow(QMainWindow):
     def _on_side_subgraph_changed(self, index: int) -> None:
         if self._resp is None:
             return
-        r = self._resp.request
+        r = self._full.request
         self._selected = None
         self._submit(AnalysisRequest(r.path, index, self._resp.model, None, measure=self._measure),
                      "subgraph")
 
     def _on_whatif_edits_changed(self, edits: WhatIfEdits) -> None:
-        if self._resp is None:
+        """Re-plan a what-if: a quick estimate first, then the runtime's confirmation.
+
+        Resized inputs / batch are first planned with our own shape inference
+        (``shape_source="inferred"``, milliseconds, marked "estimated"); when that is shown the
+        worker re-runs with the runtime (``shape_source="auto"``, measured) and replaces it. A
+        newer edit cancels both (the runner keeps one request at a time).
+        """
+        if self._full is None:
             return
-        r = self._resp.request
-        self._submit(AnalysisRequest(r.path, r.subgraph, self._resp.model, edits, measure=self._measure),
+        r = self._full.request
+        self._edits_pending = edits
+        reshaped = edits is not None and (bool(edits.input_shapes) or edits.batch is not None)
+        if reshaped:
+            self._submit(AnalysisRequest(r.path, r.subgraph, self._full.model, edits, measure=self._measure,
+                                         shape_source="inferred"), "what-if-estimate")
+        else:
+            self._submit(AnalysisRequest(r.path, r.subgraph, self._full.model, edits, measure=self._measure),
+                         "what-if")
+
+    def _confirm_whatif(self, edits: WhatIfEdits) -> None:
+        r = self._full.request if self._full is not None else None
+        if r is None:
+            return
+        self._submit(AnalysisRequest(r.path, r.subgraph, self._full.model, edits, measure=self._measure),
                      "what-if")
 
     def _on_measure_toggled(self, on: bool) -> None:
@@ -393,6 +628,40 @@ class MainWindow(QMainWindow):
         has = self._resp is not None
         self.export_image_action.setEnabled(has)
         self.export_json_action.setEnabled(has)
+        self.optimize_action.setEnabled(has)
+        self.reorder_action.setEnabled(has)
+        reordered = has and self._full.reorder is not None
+        self.restore_order_action.setEnabled(reordered and self._before_reorder is not None)
+        self.save_reordered_action.setEnabled(reordered and self._full.reorder.changed)
+        self.temporaries_action.setEnabled(has and self._full.has_temporaries)
+
+    # --- window layout (QSettings) --------------------------------------------------------
+
+    def _restore_layout(self) -> None:
+        geo = self.settings.value("window/geometry")
+        state = self.settings.value("window/state")
+        if isinstance(geo, QByteArray) and not geo.isEmpty():
+            self.restoreGeometry(geo)
+        if isinstance(state, QByteArray) and not state.isEmpty():
+            self.restoreState(state)
+
+    def save_layout(self) -> None:
+        """Store window geometry and dock state in the settings (done on close)."""
+        self.settings.setValue("window/geometry", self.saveGeometry())
+        self.settings.setValue("window/state", self.saveState())
+        self.settings.sync()
+
+    def reset_layout(self) -> None:
+        """Docks, toolbar and window size as on first start; forgets the stored layout."""
+        self.restoreState(self._default_state)
+        for dock in self.findChildren(QDockWidget):
+            dock.setFloating(False)
+            dock.setVisible(True)
+        self.findChild(QDockWidget, "side_dock").raise_()
+        if not (self.isMaximized() or self.isFullScreen()):
+            self.resize(DEFAULT_SIZE)
+        self.settings.remove("window/geometry")
+        self.settings.remove("window/state")
 
     # --- recent files -------------------------------------------------------------------
 
@@ -529,5 +798,6 @@ class MainWindow(QMainWindow):
             event.ignore()
 
     def closeEvent(self, event) -> None:  # noqa: N802
+        self.save_layout()
         self.runner.shutdown()
         super().closeEvent(event)

@@ -26,7 +26,7 @@ from PySide6.QtWidgets import (
 )
 
 from viewer.export.report import gap_pct
-from viewer.ui.workers import MEASURED, AnalysisResponse, plan_label
+from viewer.ui.workers import MEASURED, OPTIMAL, AnalysisResponse, optimal_summary, plan_label
 from viewer.units import format_bytes
 
 
@@ -36,6 +36,43 @@ def _html(text: str) -> str:
 
 def _b(n: int) -> str:
     return f"{format_bytes(n, 2)} ({n:,} B)"
+
+
+#: Moved operators listed in the reorder section before "... N more".
+MAX_MOVED_LISTED = 20
+
+
+def _widest(a) -> str:
+    return f"widest operator #{a.widest_op} {a.op_name(a.widest_op)}" if a.widest_op >= 0 else ""
+
+
+def lower_bound_text(resp: AnalysisResponse) -> str:
+    """The lower-bound summary: tensors only, and with kernel temporaries when measured.
+
+    With both: "lower bound (tensors only)", "lower bound with kernel temporaries", and
+    "kernel temporaries add X (N tensors, largest Y at #op OP)" (bytes).
+    """
+    a = resp.analysis
+    if not resp.has_temporaries or resp.tensor_view is None:
+        w = _widest(a)
+        return _b(a.lower_bound_bytes) + (f"\n{w}" if w else "")
+    at, aw = resp.tensor_view[0], resp.temporaries_view[0]
+    temps = [u for u in aw.usages if u.tensor in aw.temporaries_ops]
+    largest = max(temps, key=lambda u: (u.nbytes, -u.tensor))
+    add = aw.lower_bound_bytes - at.lower_bound_bytes
+    mark = ("", " ◀ shown") if resp.temporaries_shown else (" ◀ shown", "")
+    lines = [
+        f"lower bound (tensors only): {_b(at.lower_bound_bytes)}{mark[0]}",
+        f"  {_widest(at)}",
+        f"lower bound with kernel temporaries: {_b(aw.lower_bound_bytes)}{mark[1]}",
+        f"  {_widest(aw)}",
+        f"kernel temporaries add {format_bytes(add, 2)} ({len(temps)} tensors, largest "
+        f"{format_bytes(largest.nbytes, 2)} at #{largest.first_op} {aw.op_name(largest.first_op)})",
+    ]
+    probe = resp.probe
+    if probe is not None and getattr(probe, "ok", False) and probe.arena_bytes:
+        lines.append(f"the runtime's measured arena: {_b(int(probe.arena_bytes))}")
+    return "\n".join(lines)
 
 
 class _NumItem(QTableWidgetItem):
@@ -92,7 +129,9 @@ class SidePanel(QScrollArea):
         self.naive_label = QLabel("-")
         self.naive_label.setToolTip("Every arena tensor in its own bytes (no sharing).")
         self.lower_label = QLabel("-")
-        self.lower_label.setToolTip("The widest operator's breadth: no plan can be smaller.")
+        self.lower_label.setToolTip(
+            "The widest operator's breadth: no plan can be smaller. With the runtime measured, "
+            "both: the file's tensors alone, and with the kernel temporaries its kernels add.")
         self.lower_label.setWordWrap(True)
         form.addRow("File", self.file_label)
         form.addRow(self.subgraph_row_label, self.subgraph_combo)
@@ -123,7 +162,21 @@ class SidePanel(QScrollArea):
         self.best_label = QLabel("-")
         self.best_label.setWordWrap(True)
         v.addWidget(self.best_label)
+        self.optimal_label = QLabel("")
+        self.optimal_label.setWordWrap(True)
+        self.optimal_label.setVisible(False)
+        v.addWidget(self.optimal_label)
         lay.addWidget(box)
+
+        # Reordered operators (the reorder what-if)
+        self.reorder_box = QGroupBox("Reordered operators")
+        v = QVBoxLayout(self.reorder_box)
+        self.reorder_label = QLabel("-")
+        self.reorder_label.setWordWrap(True)
+        self.reorder_label.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
+        v.addWidget(self.reorder_label)
+        self.reorder_box.setVisible(False)
+        lay.addWidget(self.reorder_box)
 
         # Measured
         box = QGroupBox("Measured (LiteRT runtime)")
@@ -227,6 +280,8 @@ class SidePanel(QScrollArea):
         self.profile_table.setRowCount(0)
         self._baseline = None
         self.budget_box.setVisible(False)
+        self.reorder_box.setVisible(False)
+        self.optimal_label.setVisible(False)
 
     def set_response(self, resp: AnalysisResponse, planner: str | None = None) -> str | None:
         """Show ``resp``; select ``planner`` if it has that plan, else the smallest.
@@ -258,13 +313,10 @@ class SidePanel(QScrollArea):
             f"{len([u for u in a.usages if u.alias_of is None])} in the arena")
         self.weights_label.setText(f"{_b(m.weights_bytes)}\nfile-backed, reclaimable")
         self.naive_label.setText(_b(a.naive_bytes))
-        if a.widest_op >= 0:
-            self.lower_label.setText(
-                f"{_b(a.lower_bound_bytes)}\nwidest operator #{a.widest_op} {a.op_name(a.widest_op)}")
-        else:
-            self.lower_label.setText(_b(a.lower_bound_bytes))
+        self.lower_label.setText(lower_bound_text(resp))
         self._fill_planner_table()
         self._fill_measured()
+        self._fill_reorder()
         if planner not in resp.plans:
             planner = resp.best if resp.best in resp.plans else next(iter(resp.plans), None)
         self.set_planner(planner, emit=False)
@@ -303,7 +355,9 @@ class SidePanel(QScrollArea):
             label = plan_label(name)
             if name == resp.best:
                 label = "★ " + label
-            if plan.proven_optimal:
+            if name == OPTIMAL:
+                label = ("★ " if name == resp.best else "") + f"Optimal ({optimal_summary(plan)})"
+            elif plan.proven_optimal:
                 label += " (proven optimal)"
             item = QTableWidgetItem(label)
             item.setData(Qt.ItemDataRole.UserRole, name)
@@ -322,6 +376,14 @@ class SidePanel(QScrollArea):
             self.best_label.setText(
                 f"Smallest: <b>{plan_label(resp.best)}</b>, {format_bytes(best.arena_bytes, 2)} "
                 f"({gap_pct(best.arena_bytes, lb):+.1f} % over the lower bound)")
+        opt = resp.plans.get(OPTIMAL)
+        self.optimal_label.setVisible(opt is not None)
+        if opt is not None:
+            bound = opt.bound_bytes or lb
+            self.optimal_label.setText(
+                f"<b>Optimal</b>: {format_bytes(opt.arena_bytes, 2)}, {optimal_summary(opt)} "
+                f"(proven bound {format_bytes(bound, 2)}; "
+                f"{opt.stats.get('seconds', 0.0):.1f} s)")
 
     def _fill_measured(self) -> None:
         resp = self._resp
@@ -330,8 +392,11 @@ class SidePanel(QScrollArea):
             arena = int(getattr(probe, "arena_bytes", 0) or 0)
             n_tmp = len(getattr(probe, "arena_temporaries", ()) or ())
             lb = resp.analysis.lower_bound_bytes
-            text = (f"arena {_b(arena)}, {gap_pct(arena, lb):+.1f} % over the lower bound; "
-                    f"{n_tmp} kernel temporaries measured and included in the analysis")
+            which = "with kernel temporaries" if resp.temporaries_shown else "tensors only"
+            shown = "included in" if resp.temporaries_shown else "left out of"
+            text = (f"measured arena {_b(arena)}, {gap_pct(arena, lb):+.1f} % over the lower "
+                    f"bound shown ({which}); {n_tmp} kernel temporaries measured, {shown} "
+                    f"the chart")
             if resp.measure_note:
                 text += f"\n{resp.measure_note}"
             self.measured_label.setText(text)
@@ -356,11 +421,15 @@ class SidePanel(QScrollArea):
             a = resp.analysis
             edits = resp.request.edits
             base = self._baseline
-            if edits is not None and not edits.is_empty() and base is not None and base is not resp:
+            edited = edits is not None and not edits.is_empty()
+            if (edited or resp.reorder is not None) and base is not None and base is not resp:
                 from viewer.whatif.budget import compare
 
                 c = compare(base.analysis, base.plans.get(name), a, plan)
-                lines.append("<b>What-if vs the model as stored</b> (" + plan_label(name) + ")")
+                what = "What-if" if edited else "Reordered"
+                lines.append(f"<b>{what} vs the model as stored</b> (" + plan_label(name) + ")")
+                if resp.request.shape_source == "inferred":
+                    lines.append("<i>estimated</i> (our shape inference); the runtime confirms it next")
                 lines += [_html(x) for x in c["lines"]]
                 lines += [_html(n) for n in resp.notes]
             if self._budget is not None and getattr(self._budget, "limit_bytes", None) is not None:
@@ -379,6 +448,34 @@ class SidePanel(QScrollArea):
                     lines += [_html(x) for x in rep.lines()]
         self.budget_label.setText("<br>".join(lines) if lines else "-")
         self.budget_box.setVisible(bool(lines))
+
+    def _fill_reorder(self) -> None:
+        resp = self._resp
+        res = resp.reorder if resp is not None else None
+        self.reorder_box.setVisible(res is not None)
+        if res is None:
+            return
+        a = resp.analysis
+        pct = 100.0 * res.saving_bytes / res.lower_bound_before if res.lower_bound_before else 0.0
+        proof = "proven smallest" if res.exact else "best found in the time limit"
+        lines = [f"lower bound {format_bytes(res.lower_bound_before, 2)} -> "
+                 f"{format_bytes(res.lower_bound_after, 2)}: saves {format_bytes(res.saving_bytes, 2)} "
+                 f"({pct:.1f} %), {proof}"]
+        if not res.changed:
+            lines.append("no operator order lowers the lower bound; the original order is kept")
+        else:
+            pos = {o: k for k, o in enumerate(res.order)}
+            lines.append(f"{len(res.moved_ops)} operator(s) moved (original index -> new position):")
+            for o in res.moved_ops[:MAX_MOVED_LISTED]:
+                lines.append(f"#{o} {_html(a.op_name(pos[o]))} -> {pos[o]}")
+            if len(res.moved_ops) > MAX_MOVED_LISTED:
+                lines.append(f"... {len(res.moved_ops) - MAX_MOVED_LISTED} more")
+        self.reorder_label.setText("<br>".join(lines))
+
+    @property
+    def reorder_text(self) -> str:
+        """What the reordered-operators section says (for tests)."""
+        return self.reorder_label.text() if self.reorder_box.isVisibleTo(self) else ""
 
     # --- operator profile and tensor details --------------------------------------------
 

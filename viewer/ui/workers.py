@@ -556,6 +556,8 @@ class TaskRunner(QObject):
     failed = Signal(str)  # one line
     progressed = Signal(float, str)
     busy_changed = Signal(bool)
+    #: The latest request stopped because it was cancelled (not replaced by a newer one).
+    cancelled = Signal()
 
     def __init__(self, parent: QObject | None = None, fn=compute):
         super().__init__(parent)
@@ -637,4 +639,5 @@ class TaskRunner(QObject):
             self.failed.emit(message)
 
     def _on_task_cancelled(self, serial: int) -> None:
-        self._done(serial)
+        if self._done(serial):
+            self.cancelled.emit()
