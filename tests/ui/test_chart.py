@@ -197,3 +197,56 @@ def test_legend_is_a_row_above_the_plot_and_rewraps_on_resize(chart, qtbot, widt
     assert not legend.intersects(packing)
     assert legend.bottom() <= packing.top() and legend.right() <= chart.width()
     assert packing.height() > 0.4 * chart.height()
+
+
+def _menu_action(menu, text):
+    hits = [a for a in menu.actions() if a.text() == text]
+    assert hits, [a.text() for a in menu.actions()]
+    return hits[0]
+
+
+def test_right_click_on_a_rectangle_offers_storage_precisions(chart, qtbot):
+    a = synthetic_analysis()
+    plan = plan_of(a, "greedy_by_size")
+    chart.set_view(a, plan, model_name="m", subgraph=0)
+    qtbot.wait(50)
+    x, y = 1.5, plan.offsets[1] + a.usage(1).nbytes / 2  # tensor 1 ("a", float32)
+    qtbot.mouseMove(chart.view.viewport(), _view_point(chart, x, y))
+    qtbot.mouseClick(chart.view.viewport(), Qt.MouseButton.RightButton, pos=_view_point(chart, x, y))
+    menu = chart._menu
+    assert menu is not None and menu.isVisible()
+    texts = [act.text() for act in menu.actions() if act.text()]
+    assert texts[1:] == ["Store as float16", "Store as bfloat16", "Store as int8",
+                         "Store as float32", "Reset to the model's dtype"]
+    assert _menu_action(menu, "Store as float32").isChecked()  # the model's own dtype
+    assert not _menu_action(menu, "Reset to the model's dtype").isEnabled()
+    with qtbot.waitSignal(chart.tensor_dtype_requested, timeout=2000) as req:
+        _menu_action(menu, "Store as float16").trigger()
+    assert req.args == [1, "float16"]
+    menu.close()
+    # With the what-if in force, the menu ticks it and offers the reset (empty dtype).
+    chart.set_tensor_dtypes({1: "float16"})
+    menu = chart.context_menu(1)
+    assert _menu_action(menu, "Store as float16").isChecked()
+    with qtbot.waitSignal(chart.tensor_dtype_requested, timeout=2000) as req:
+        _menu_action(menu, "Reset to the model's dtype").trigger()
+    assert req.args == [1, ""]
+    # A kernel temporary is sized by its kernel: nothing to choose.
+    menu = chart.context_menu(7)
+    assert not _menu_action(menu, "Store as int8").isEnabled()
+    assert "im2col" in menu.actions()[0].text() or "temporary" in menu.actions()[0].text()
+
+
+def test_right_click_on_empty_area_opens_no_tensor_menu(chart, qtbot):
+    a = synthetic_analysis()
+    plan = plan_of(a, "greedy_by_size")
+    chart.set_view(a, plan, model_name="m", subgraph=0)
+    qtbot.wait(50)
+    seen = []
+    chart.tensor_dtype_requested.connect(lambda t, d: seen.append((t, d)))
+    pos = _view_point(chart, 2.5, plan.arena_bytes * 1.08)
+    qtbot.mouseClick(chart.view.viewport(), Qt.MouseButton.RightButton, pos=pos)
+    assert chart._menu is None and seen == []
+    vb_menu = chart.chart_plot().packing.getViewBox().menu  # pyqtgraph's own: zoom, export
+    assert vb_menu.isVisible()
+    vb_menu.close()

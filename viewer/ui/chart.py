@@ -11,7 +11,8 @@ from __future__ import annotations
 import numpy as np
 import pyqtgraph as pg
 from PySide6.QtCore import QEvent, QObject, QPointF, QRectF, Qt, Signal
-from PySide6.QtWidgets import QToolTip, QVBoxLayout, QWidget
+from PySide6.QtGui import QAction
+from PySide6.QtWidgets import QMenu, QToolTip, QVBoxLayout, QWidget
 
 from viewer.analysis.types import Analysis
 from viewer.export.chart_data import COLOR_MODES, ChartData, build_chart_data
@@ -25,6 +26,9 @@ PRODUCER_BRUSH = (214, 39, 40, 45)
 CONSUMER_BRUSH = (148, 103, 189, 45)
 ZOOM_STEP = 0.8  # keyboard zoom factor per press (+ zooms in by this, - out by its inverse)
 PAN_STEP = 0.1  # keyboard pan: fraction of the visible range per arrow press
+#: Storage precisions offered by a rectangle's context menu (``viewer.whatif.apply``'s
+#: ``ACTIVATION_DTYPES``, in menu order).
+STORAGE_DTYPES = ("float16", "bfloat16", "int8", "float32")
 
 
 class PackingChart(QWidget):
@@ -38,11 +42,16 @@ class PackingChart(QWidget):
         Tensor the user clicked; -1 when a click hit no tensor.
     operator_clicked(int)
         Operator whose column the user clicked on the breadth curve or on empty chart area.
+    tensor_dtype_requested(int, str)
+        From a rectangle's context menu: store this tensor as that dtype (one of
+        :data:`STORAGE_DTYPES`); an empty dtype resets the tensor to the model's own. The
+        window applies it as ``WhatIfEdits.tensor_dtypes`` and re-plans.
     """
 
     tensor_hovered = Signal(int)
     tensor_selected = Signal(int)
     operator_clicked = Signal(int)
+    tensor_dtype_requested = Signal(int, str)
 
     def __init__(self, parent: QWidget | None = None):
         super().__init__(parent)
@@ -57,6 +66,8 @@ class PackingChart(QWidget):
         self._data: ChartData | None = None
         self._chart: ChartPlot | None = None
         self._overlays: list = []
+        self._tensor_dtypes: dict[int, str] = {}  # per-tensor storage what-ifs, ticked in the menu
+        self._menu: QMenu | None = None
 
         self.view = pg.GraphicsLayoutWidget()
         self.view.setBackground(THEME["background"])
@@ -209,6 +220,47 @@ class PackingChart(QWidget):
             lines.append(f"in-place: shares the bytes of tensor {u.alias_of}")
         return "<br>".join(lines)
 
+    def set_tensor_dtypes(self, tensor_dtypes) -> None:
+        """The per-tensor storage what-ifs in force (tensor index -> dtype), so the context
+        menu ticks each tensor's current choice."""
+        self._tensor_dtypes = {int(k): str(v) for k, v in dict(tensor_dtypes or {}).items()}
+
+    def context_menu(self, tensor: int) -> QMenu:
+        """The context menu of ``tensor``'s rectangle: "Store as float16 / bfloat16 / int8 /
+        float32" and "Reset to the model's dtype", each emitting :attr:`tensor_dtype_requested`.
+
+        A kernel temporary (sized by its kernel, not by a dtype) gets the entries disabled.
+        """
+        if self._menu is not None:
+            self._menu.close()
+            self._menu.deleteLater()
+        menu = self._menu = QMenu(self)
+        a = self._analysis
+        sg = a.subgraph if a is not None else None
+        in_model = sg is not None and 0 <= tensor < len(sg.tensors)
+        title = menu.addAction(f"{a.tensor_name(tensor) if a is not None else tensor} (tensor {tensor})")
+        title.setEnabled(False)
+        menu.addSeparator()
+        current = self._tensor_dtypes.get(tensor)
+        stored = sg.tensors[tensor].dtype if in_model else None
+        for dtype in STORAGE_DTYPES:
+            act = QAction(f"Store as {dtype}", menu)
+            act.setCheckable(True)
+            act.setChecked(dtype == (current or stored))
+            act.setEnabled(in_model)
+            act.setData(dtype)
+            act.triggered.connect(lambda _=False, d=dtype: self.tensor_dtype_requested.emit(tensor, d))
+            menu.addAction(act)
+        menu.addSeparator()
+        reset = menu.addAction("Reset to the model's dtype")
+        reset.setData("")
+        reset.setEnabled(in_model and current is not None)
+        reset.triggered.connect(lambda _=False: self.tensor_dtype_requested.emit(tensor, ""))
+        if not in_model:
+            note = menu.addAction("kernel temporary: sized by its kernel")
+            note.setEnabled(False)
+        return menu
+
     def export(self, path: str, width: int, height: int) -> None:
         """Write the chart as it is shown (colour mode, filter) to a PNG or SVG.
 
@@ -241,6 +293,8 @@ class PackingChart(QWidget):
         self._chart = build_chart(self._data, self.view.ci, legend="top", title_pt=11.0)
         self._fit_layout()
         self._chart.packing.setMenuEnabled(True)
+        vb = self._chart.packing.getViewBox()
+        vb.mouseClickEvent = lambda ev, vb=vb: self._on_packing_view_clicked(vb, ev)
         if self._min_held > 0:
             self._chart.item.set_faded(self._faded_mask())
         self._update_selection()
@@ -320,6 +374,18 @@ class PackingChart(QWidget):
             self.view.viewport().setToolTip(self.tooltip_text(t) if t >= 0 else "")
             if t < 0:
                 QToolTip.hideText()
+
+    def _on_packing_view_clicked(self, vb, ev) -> None:
+        """A right click on a rectangle opens its storage menu; anything else goes to the
+        view box (whose own menu has zoom and export)."""
+        if ev.button() == Qt.MouseButton.RightButton and self._data is not None:
+            where, x, y = self._data_point(ev.scenePos())
+            t = self.tensor_at(x, y) if where == "packing" else None
+            if t is not None:
+                ev.accept()
+                self.context_menu(t).popup(ev.screenPos().toPoint())
+                return
+        type(vb).mouseClickEvent(vb, ev)
 
     def _on_scene_mouse_clicked(self, ev) -> None:
         if ev.button() != Qt.MouseButton.LeftButton or self._data is None:
