@@ -27,6 +27,10 @@ COMMANDS = {
 
 PROG = "arena-viewer"
 
+#: First tokens the top-level parser answers itself; anything else that is not a command goes
+#: to ``gui``.
+TOP_LEVEL_FLAGS = ("-h", "--help", "--version")
+
 
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
@@ -59,8 +63,9 @@ def main(argv: list[str] | None = None) -> int:
         line on stderr naming the file and what is wrong); 3 on an internal error.
     """
     argv = list(sys.argv[1:] if argv is None else argv)
-    # `arena-viewer` and `arena-viewer MODEL` open the window.
-    if not argv or (argv[0] not in COMMANDS and not argv[0].startswith("-")):
+    # `arena-viewer`, `arena-viewer MODEL` and `arena-viewer --no-measure MODEL` (any gui flag
+    # without the word `gui`) open the window.
+    if not argv or (argv[0] not in COMMANDS and argv[0] not in TOP_LEVEL_FLAGS):
         argv = ["gui", *argv]
     try:
         parser = build_parser()
