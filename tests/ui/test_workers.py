@@ -166,3 +166,87 @@ def test_resized_whatif_is_measured_and_litert_plan_matches_the_runtime():
     # A storage-dtype what-if cannot be measured: planned only, with the reason.
     r16 = compute(AnalysisRequest(demo(), edits=WhatIfEdits(activation_dtype="float16")))
     assert MEASURED not in r16.plans and "dtype" in r16.measure_note
+
+
+# --- both analyses, optimize, reorder, quick estimates --------------------------------------
+
+
+def test_measured_response_has_both_views_and_named_temporaries():
+    """With the runtime probed: one view with its kernel temporaries, one with the tensors alone."""
+    from viewer.analysis.intervals import analyze
+    from viewer.runtime.probe import runtime_subgraph
+
+    r = compute(AnalysisRequest(demo()))
+    assert r.has_temporaries and r.temporaries_shown
+    at, plans_t, _ = r.tensor_view
+    aw, plans_w, _ = r.temporaries_view
+    assert r.analysis is aw and r.plans is plans_w
+    # The tensor-only view is exactly the runtime's tensors without temporaries.
+    assert at.lower_bound_bytes == analyze(runtime_subgraph(r.model, r.probe), model=r.model).lower_bound_bytes
+    assert not at.temporaries_ops
+    # The temporaries are the runtime's tensors beyond the file's, named after their operator;
+    # with them our LiteRT planner lands exactly on the runtime's arena (the oracle).
+    temps = {u.tensor: u.nbytes for u in aw.usages if u.tensor in aw.temporaries_ops}
+    assert temps and min(temps) >= len(r.model.subgraph(0).tensors)
+    assert plans_w["litert"].arena_bytes == r.probe.arena_bytes
+    for t in temps:
+        u = aw.usage(t)
+        assert aw.tensor_name(t).startswith(f"#{u.first_op} {aw.op_name(u.first_op)} kernel temporary")
+    assert aw.lower_bound_bytes > at.lower_bound_bytes
+    # Each view's plans are valid for its own problem; the measured arena is in both.
+    for a, plans in ((at, plans_t), (aw, plans_w)):
+        for name, plan in plans.items():
+            if name != MEASURED:
+                verify_plan(a.problem(), plan)
+                assert plan.arena_bytes >= a.lower_bound_bytes
+        assert plans[MEASURED].arena_bytes == r.probe.arena_bytes
+    off = r.showing(False)
+    assert off.analysis is at and off.plans is plans_t and not off.temporaries_shown
+    assert off.showing(True).analysis is aw
+
+
+def test_unmeasured_response_has_one_view():
+    r = compute(AnalysisRequest(demo(), measure=False))
+    assert not r.has_temporaries and r.showing(False) is r and r.showing(True) is r
+
+
+def test_compute_optimal_proves_or_bounds_and_cancels():
+    from viewer.ui.workers import OptimizeRequest, compute_optimal, optimal_summary
+
+    r = compute(AnalysisRequest(demo(), measure=False))
+    out = compute_optimal(OptimizeRequest(demo(), r.analysis, time_limit=20))
+    p = out.plan
+    verify_plan(r.analysis.problem(), p)
+    assert r.analysis.lower_bound_bytes <= (p.bound_bytes or 0) <= p.arena_bytes
+    assert p.arena_bytes <= min(x.arena_bytes for x in r.plans.values())
+    s = optimal_summary(p)
+    assert s == "proven optimal" if p.proven_optimal else s.startswith("within ")
+    with pytest.raises(PlanCancelled):
+        compute_optimal(OptimizeRequest(demo(), r.analysis), cancelled=lambda: True)
+
+
+def test_compute_reorder_lowers_the_bound_of_a_fork(tmp_path):
+    from tests.cli.test_reorder_cli import fork_model
+    from tests.tflite_builder import write
+    from viewer.ui.workers import ReorderRequest, compute_reorder
+
+    path = str(write(tmp_path, "fork.tflite", fork_model()))
+    base = compute(AnalysisRequest(path, measure=False))
+    r = compute_reorder(ReorderRequest(path, base, time_limit=5))
+    assert r.reorder is not None and r.reorder.changed and r.reorder.exact
+    assert r.analysis.lower_bound_bytes == r.reorder.lower_bound_after < base.analysis.lower_bound_bytes
+    assert [op.index for op in r.analysis.subgraph.operators] == list(range(5))
+    assert r.request.edits is None and MEASURED not in r.plans
+    for plan in r.plans.values():
+        verify_plan(r.analysis.problem(), plan)
+
+
+def test_inferred_shape_source_is_an_unmeasured_estimate():
+    from viewer.whatif.edits import WhatIfEdits
+
+    quick = compute(AnalysisRequest(demo(), edits=WhatIfEdits(batch=2), shape_source="inferred"))
+    full = compute(AnalysisRequest(demo(), edits=WhatIfEdits(batch=2)))
+    assert quick.probe is None and MEASURED not in quick.plans and "estimate" in quick.measure_note
+    assert MEASURED in full.plans
+    # Our inference gets the same tensors as the runtime here (no temporaries in the estimate).
+    assert quick.analysis.lower_bound_bytes == full.tensor_view[0].lower_bound_bytes
