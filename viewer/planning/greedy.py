@@ -131,11 +131,12 @@ def _overlap_lists(first: np.ndarray, last: np.ndarray, poll: _Poll):
     del src, dst
     poll.check()
     later = np.maximum(a, b)
-    earlier = np.minimum(a, b)
+    # Group by the later buffer: one sort of (later << 32 | earlier) keys, no argsort.
+    keys = (later << 32) | np.minimum(a, b)
     del a, b
-    group = np.argsort(later)
+    keys.sort()
     poll.check()
-    earlier = earlier[group]
+    earlier = keys & 0xFFFFFFFF
     ptr = np.zeros(m + 1, dtype=np.int64)
     np.cumsum(np.bincount(later, minlength=m), out=ptr[1:])
     poll.check()
@@ -256,7 +257,13 @@ def plan_greedy_by_size(
         s = sizes[k]
         if lists is not None:
             p0, p1 = ptr[k], ptr[k + 1]
-            if p1 - p0 <= _SMALL:
+            if p1 == p0:
+                best, work = 0, 2
+            elif p1 - p0 == 1:
+                j = earlier[p0]
+                best = 0 if off_py[j] >= s else end_py[j]
+                work = 3
+            elif p1 - p0 <= _SMALL:
                 best = _best_gap([(off_py[j], end_py[j]) for j in earlier[p0:p1]], s)
                 work = 4 + (p1 - p0)
             else:

@@ -11,14 +11,25 @@ already used there. Repeatedly, the lowest step (leftmost on ties) is filled wit
 buffer that fits it best: one whose usage interval lies inside the step, the longest-lived
 such buffer, then the largest. When no buffer fits, the step is wasted: it is raised to its
 lower neighbour and merged with it.
+
+The skyline is kept as maximal runs of equal height in dicts keyed by a step's first and last
+operator, with a heap of (height, first operator) for the lowest step; the fit search looks
+only at buffers whose first operator lies in the step (a bisect over first-sorted buffers).
 """
 
 from __future__ import annotations
 
+import heapq
+from bisect import bisect_left, bisect_right
+
 import numpy as np
 
+from viewer.planning.greedy import _check_alignment, _Poll
 from viewer.planning.registry import register
 from viewer.planning.types import DEFAULT_ALIGNMENT, Plan, PlanningProblem, align_up
+
+#: Fit searches over at most this many buffers run in plain Python; wider ones with numpy.
+_SMALL = 48
 
 
 @register(
@@ -50,7 +61,12 @@ def plan_strip_packing(
         Buffers with usage intervals and sizes in bytes.
     alignment : int
         Every offset is a multiple of this many bytes.
-    progress, cancelled, time_limit
+    progress : callable, optional
+        ``progress(fraction, message)``, fraction in [0, 1] (buffers placed); called every few
+        ms and with 1.0 at the end.
+    cancelled : callable, optional
+        Polled every few ms of work; when it returns true the planner stops.
+    time_limit
         Accepted for the common planner signature and ignored.
 
     Returns
@@ -63,69 +79,118 @@ def plan_strip_packing(
     ------
     viewer.errors.PlanningError
         When ``alignment`` is not a positive integer.
+    viewer.errors.PlanCancelled
+        When ``cancelled()`` returned true.
 
     Notes
     -----
-    O(n * s) with n buffers and s skyline steps (s <= 2n + 1); the fit search is vectorised.
+    Each step of the loop costs O(log s) for the lowest step (s skyline steps, s <= 2n + 1)
+    plus the buffers whose first operator lies inside that step, so chains of short-lived
+    tensors take O(n log n); a wide step is searched with numpy.
     """
-    from viewer.planning.greedy import _check_alignment
-
     alignment = _check_alignment(alignment)
+    poll = _Poll(cancelled, progress, "strip packing")
+    poll.check(0.0)
     ids, first, last, size = problem.arrays()
     n = len(ids)
     offsets: dict[int, int] = {int(i): 0 for i, s in zip(ids, size) if s == 0}
-    todo = size > 0
-    if not todo.any():
+    todo_pos = np.flatnonzero(size > 0)
+    if not len(todo_pos):
+        poll.done()
         return Plan("strip_packing", offsets, 0, alignment, stats={"wasted_steps": 0})
     length = last - first + 1
-    # Skyline: parallel lists of step starts, ends (inclusive) and heights, left to right.
-    lo = int(first[todo].min())
-    hi = int(last[todo].max())
-    starts, ends, heights = [lo], [hi], [0]
+    # Best fit first: longest usage interval, then largest size, then lowest id, then position.
+    priority = np.lexsort((np.arange(n), ids, -size, -length))
+    rank = np.empty(n, dtype=np.int64)
+    rank[priority] = np.arange(n)
+    # Unplaced buffers sorted by first operator; a step [s0, s1] can hold only those with
+    # first in [s0, s1] (a contiguous run), and of them only those with last <= s1.
+    by_first = todo_pos[np.argsort(first[todo_pos], kind="stable")]
+    fs_np, ls_np, rk_np = first[by_first], last[by_first], rank[by_first]
+    fs, ls, rk = fs_np.tolist(), ls_np.tolist(), rk_np.tolist()
+    pos_of = by_first.tolist()
+    todo = bytearray(b"\x01") * len(pos_of)
+    todo_np = np.frombuffer(todo, dtype=np.uint8)
+    big = np.iinfo(np.int64).max
+
+    # Skyline as maximal runs of equal height: end_at[start], start_at[end], height_at[start].
+    end_at: dict[int, int] = {}
+    start_at: dict[int, int] = {}
+    height_at: dict[int, int] = {}
+    heap: list[tuple[int, int]] = []
+
+    def add(s0: int, s1: int, h: int) -> None:
+        end_at[s0] = s1
+        start_at[s1] = s0
+        height_at[s0] = h
+        heapq.heappush(heap, (h, s0))
+
+    def drop(s0: int) -> int:
+        s1 = end_at.pop(s0)
+        del start_at[s1], height_at[s0]
+        return s1
+
+    add(int(fs_np.min()), int(ls_np.max()), 0)
     wasted = 0
-    remaining = int(todo.sum())
-    order = np.arange(n)
+    total = len(pos_of)
+    remaining = total
+    arena = 0
     while remaining:
-        k = min(range(len(heights)), key=lambda j: (heights[j], j))
-        s0, s1, h = starts[k], ends[k], heights[k]
-        fits = todo & (first >= s0) & (last <= s1)
-        if fits.any():
-            cand = order[fits]
-            # Longest usage interval, then largest size, then lowest id.
-            key = np.lexsort((ids[cand], -size[cand], -length[cand]))
-            i = int(cand[key[0]])
+        h, s0 = heapq.heappop(heap)
+        if height_at.get(s0) != h:
+            continue  # stale entry: that step was raised, split or merged since
+        s1 = end_at[s0]
+        a = bisect_left(fs, s0)
+        b = bisect_right(fs, s1, a)
+        best = -1
+        if b - a <= _SMALL:
+            best_rank = big
+            for p in range(a, b):
+                if todo[p] and ls[p] <= s1 and rk[p] < best_rank:
+                    best, best_rank = p, rk[p]
+            work = 4 + (b - a)
+        else:
+            fit = (todo_np[a:b] != 0) & (ls_np[a:b] <= s1)
+            if fit.any():
+                best = a + int(np.argmin(np.where(fit, rk_np[a:b], big)))
+            work = 20 + ((b - a) >> 5)
+        if best >= 0:
+            i = pos_of[best]
             off = align_up(h, alignment)
             offsets[int(ids[i])] = off
-            todo[i] = False
+            todo[best] = 0
             remaining -= 1
             top = off + int(size[i])
-            f, l = int(first[i]), int(last[i])
-            new = []
+            if top > arena:
+                arena = top
+            f, l = fs[best], ls[best]
+            drop(s0)
             if f > s0:
-                new.append((s0, f - 1, h))
-            new.append((f, l, top))
+                add(s0, f - 1, h)
+            lo, hi = f, l
+            if f == s0 and (left := start_at.get(s0 - 1)) is not None and height_at[left] == top:
+                lo = left
+                drop(left)
+            if l == s1 and height_at.get(s1 + 1) == top:
+                hi = drop(s1 + 1)
+            add(lo, hi, top)
             if l < s1:
-                new.append((l + 1, s1, h))
-            starts[k:k + 1] = [x[0] for x in new]
-            ends[k:k + 1] = [x[1] for x in new]
-            heights[k:k + 1] = [x[2] for x in new]
+                add(l + 1, s1, h)
         else:
+            # Nothing fits: raise the step to its lower neighbour (a lone step over the whole
+            # timeline fits every buffer, so a neighbour exists) and merge equal heights.
             wasted += 1
-            left = heights[k - 1] if k > 0 else None
-            right = heights[k + 1] if k + 1 < len(heights) else None
-            # A lone step over the whole timeline always fits every buffer, so one exists.
-            heights[k] = min(x for x in (left, right) if x is not None)
-        _merge_equal(starts, ends, heights)
-    arena = max((offsets[int(i)] + int(s) for i, s in zip(ids, size)), default=0)
+            left = start_at.get(s0 - 1)
+            right = s1 + 1 if (s1 + 1) in height_at else None
+            raised = min(height_at[x] for x in (left, right) if x is not None)
+            drop(s0)
+            lo, hi = s0, s1
+            if left is not None and height_at[left] == raised:
+                lo = left
+                drop(left)
+            if right is not None and height_at[right] == raised:
+                hi = drop(right)
+            add(lo, hi, raised)
+        poll.tick(work, 1.0 - remaining / total)
+    poll.done()
     return Plan("strip_packing", offsets, arena, alignment, stats={"wasted_steps": wasted})
-
-
-def _merge_equal(starts: list[int], ends: list[int], heights: list[int]) -> None:
-    """Merge neighbouring skyline steps of equal height, in place."""
-    j = 1
-    while j < len(heights):
-        if heights[j] == heights[j - 1]:
-            ends[j - 1] = ends[j]
-            del starts[j], ends[j], heights[j]
-        else:
-            j += 1
