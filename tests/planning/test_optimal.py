@@ -166,13 +166,14 @@ def test_never_worse_than_heuristics_on_random_problems():
 
 
 def _hard_problem() -> PlanningProblem:
-    """A MiniMalloc benchmark instance (a gap remains for a while), or a random stand-in."""
+    """MiniMalloc benchmark instance B: the search runs for seconds before it closes the gap.
+
+    Random instances are solved in milliseconds, so without ../shared these tests skip.
+    """
     p = BENCH / "B.1048576.csv"
-    if p.exists():
-        return read_problem_csv(p)[0]
-    rng = random.Random(2)
-    return _problem([(f, f + rng.randint(0, 40), rng.randint(1, 9) * 1024)
-                     for f in (rng.randint(0, 200) for _ in range(170))])
+    if not p.exists():
+        pytest.skip(f"{p} not present (../shared is not beside this checkout)")
+    return read_problem_csv(p)[0]
 
 
 # Tests that need the search to run for a while skip the heuristic planners (some walk every
