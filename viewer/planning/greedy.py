@@ -311,6 +311,38 @@ def _compress_time(problem: PlanningProblem) -> tuple[np.ndarray, np.ndarray, in
     return cfirst.astype(np.int64), clast.astype(np.int64), max(len(points) - 1, 0)
 
 
+def _range_min(values: np.ndarray, lo: np.ndarray, hi: np.ndarray) -> np.ndarray:
+    """``min(values[lo[i]:hi[i] + 1])`` for every i (a sparse table; ``lo <= hi``).
+
+    Parameters
+    ----------
+    values : numpy.ndarray
+        Shape (m,), int64.
+    lo, hi : numpy.ndarray
+        Shape (n,), int64: inclusive index ranges into ``values``.
+    """
+    levels = [values]
+    width = 1
+    while 2 * width <= len(values):
+        prev = levels[-1]
+        levels.append(np.minimum(prev[:-width], prev[width:]))
+        width *= 2
+    span = hi - lo + 1
+    k = np.zeros(len(lo), dtype=np.int64)
+    while True:
+        more = (2 << k) <= span
+        if not more.any():
+            break
+        k += more
+    out = np.empty(len(lo), dtype=values.dtype)
+    for level in range(len(levels)):
+        sel = k == level
+        if sel.any():
+            table = levels[level]
+            out[sel] = np.minimum(table[lo[sel]], table[hi[sel] - (1 << level) + 1])
+    return out
+
+
 @register(
     "greedy_by_breadth",
     "Greedy by breadth (shared objects)",
@@ -358,58 +390,88 @@ def plan_greedy_by_breadth(
         When ``alignment`` is not a positive integer.
     """
     alignment = _check_alignment(alignment)
+    poll = _Poll(cancelled, progress, "greedy by breadth")
+    poll.check(0.0)
     bufs = problem.buffers
     n = len(bufs)
     if n == 0:
+        poll.done()
         return Plan("greedy_by_breadth", {}, 0, alignment, stats={"objects": 0})
     first, last, m = _compress_time(problem)
-    size = np.array([b.size for b in bufs], dtype=np.int64)
-    # Operator (segment) profiles: positions of the buffers live there, largest first.
-    size_rank = _size_order(problem)
-    profiles: list[list[int]] = [[] for _ in range(m)]
-    for i in size_rank:
-        for t in range(int(first[i]), int(last[i]) + 1):
-            profiles[t].append(i)
-    breadth = [int(size[p].sum()) if p else 0 for p in profiles]
-    task_order = sorted(range(m), key=lambda t: -breadth[t])
+    _, _, _, size = problem.arrays()
+    # Operator (segment) breadth, and the reference's task order: non-increasing breadth,
+    # ties by operator index.
+    diff = np.zeros(m + 1, dtype=np.int64)
+    np.add.at(diff, first, size)
+    np.add.at(diff, last + 1, -size)
+    breadth = np.cumsum(diff)[:m]
+    task_pos = np.empty(m, dtype=np.int64)
+    task_pos[np.argsort(-breadth, kind="stable")] = np.arange(m)
+    # The reference walks each task's profile, largest first, skipping tensors that already
+    # have an object; every other tensor gets one there. So a tensor is assigned at the first
+    # task (in task order) of its interval, and tensors go in order of that task, then size
+    # rank. The first task of each interval is a range minimum (sparse table).
+    size_rank = np.empty(n, dtype=np.int64)
+    size_rank[np.argsort(-size, kind="stable")] = np.arange(n)
+    order = np.lexsort((size_rank, _range_min(task_pos, first, last))).tolist()
+    poll.check()
+    first_l, last_l, size_l = first.tolist(), last.tolist(), size.tolist()
 
     obj_of = [-1] * n
     obj_size: list[int] = []
     # Per object: usage intervals sorted by first (the reference's std::set by first_task).
     obj_firsts: list[list[int]] = []
     obj_lasts: list[list[int]] = []
-    for t in task_order:
-        for i in profiles[t]:
-            if obj_of[i] != -1:
-                continue
-            f, l, s = int(first[i]), int(last[i]), int(size[i])
-            best = -1
-            for o in range(len(obj_size)):
-                if best != -1:
-                    best_size, cur = obj_size[best], obj_size[o]
-                    if best_size < s:
-                        if cur <= best_size:
-                            continue
-                    elif cur < s or cur >= best_size:
-                        continue
-                fs = obj_firsts[o]
-                k = bisect.bisect_left(fs, f)
-                if k < len(fs) and fs[k] <= l:
-                    continue
-                if k > 0 and obj_lasts[o][k - 1] >= f:
-                    continue
-                best = o
-            if best == -1:
-                obj_size.append(s)
-                obj_firsts.append([f])
-                obj_lasts.append([l])
-                best = len(obj_size) - 1
-            else:
-                k = bisect.bisect_left(obj_firsts[best], f)
-                obj_firsts[best].insert(k, f)
-                obj_lasts[best].insert(k, l)
-                obj_size[best] = max(obj_size[best], s)
-            obj_of[i] = best
+    # (size, object) ascending: the reference takes, among objects no overlapping tensor uses,
+    # the smallest one >= the tensor (first created on ties), else the largest smaller one
+    # (first created on ties). Trying objects in that preference order, the first free one
+    # is the reference's choice.
+    by_size: list[tuple[int, int]] = []
+
+    def free(o: int, f: int, l: int) -> bool:
+        fs = obj_firsts[o]
+        k = bisect.bisect_left(fs, f)
+        if k < len(fs) and fs[k] <= l:
+            return False
+        return not (k > 0 and obj_lasts[o][k - 1] >= f)
+
+    for done, i in enumerate(order):
+        f, l, s = first_l[i], last_l[i], size_l[i]
+        best = -1
+        k0 = bisect.bisect_left(by_size, (s, -1))
+        tried = 0
+        for k in range(k0, len(by_size)):
+            tried += 1
+            if free(by_size[k][1], f, l):
+                best = by_size[k][1]
+                break
+        if best == -1:
+            j = k0 - 1
+            while j >= 0 and best == -1:
+                # Equal sizes: the first created wins, so try a run of equal sizes upwards.
+                g0 = bisect.bisect_left(by_size, (by_size[j][0], -1), 0, j + 1)
+                for k in range(g0, j + 1):
+                    tried += 1
+                    if free(by_size[k][1], f, l):
+                        best = by_size[k][1]
+                        break
+                j = g0 - 1
+        if best == -1:
+            best = len(obj_size)
+            obj_size.append(s)
+            obj_firsts.append([f])
+            obj_lasts.append([l])
+            bisect.insort(by_size, (s, best))
+        else:
+            k = bisect.bisect_left(obj_firsts[best], f)
+            obj_firsts[best].insert(k, f)
+            obj_lasts[best].insert(k, l)
+            if s > obj_size[best]:
+                by_size.remove((obj_size[best], best))
+                obj_size[best] = s
+                bisect.insort(by_size, (s, best))
+        obj_of[i] = best
+        poll.tick(4 + tried, done / n)
     obj_offset = []
     top = 0
     for s in obj_size:
@@ -418,4 +480,5 @@ def plan_greedy_by_breadth(
         top += s
     offsets = {b.id: (obj_offset[obj_of[i]] if b.size else 0) for i, b in enumerate(bufs)}
     arena = max((offsets[b.id] + b.size for b in bufs), default=0)
+    poll.done()
     return Plan("greedy_by_breadth", offsets, arena, alignment, stats={"objects": len(obj_size)})
