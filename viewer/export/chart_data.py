@@ -330,3 +330,28 @@ def _op_colors(producer_op: np.ndarray, nbytes: np.ndarray):
         (none if s == "-" else slot.get(s, other) for s in names), np.int16, len(names)
     )
     return tuple(palette), color, tuple(legend)
+
+
+def _delta(before: int, after: int) -> str:
+    d = after - before
+    sign = "+" if d > 0 else ("-" if d < 0 else "±")
+    pct = f", {100.0 * d / before:+.1f}%" if before > 0 and d else ""
+    return f"{format_bytes(before, 2)} → {format_bytes(after, 2)} ({sign}{format_bytes(abs(d), 2)}{pct})"
+
+
+def compare_text(left: ChartData, right: ChartData) -> str:
+    """One line comparing two charts (baseline ``left``, edited ``right``).
+
+    Arena (high-water mark) and lower bound, each ``before -> after (delta, percent)``, and
+    whether the widest operator moved, e.g. ``"arena 6.32 MiB → 3.16 MiB (-3.16 MiB, -50.0%);
+    lower bound 6.32 MiB → 3.16 MiB (-3.16 MiB, -50.0%); widest operator #4 DEPTHWISE_CONV_2D
+    in both"``. Operator indices are execution positions in each chart's subgraph.
+    """
+    if left.widest_op == right.widest_op and left.widest_op_name == right.widest_op_name:
+        widest = (f"widest operator #{left.widest_op} {left.widest_op_name} in both"
+                  if left.widest_op >= 0 else "no operators")
+    else:
+        widest = (f"widest operator moved: #{left.widest_op} {left.widest_op_name} → "
+                  f"#{right.widest_op} {right.widest_op_name}")
+    return (f"arena {_delta(left.arena_bytes, right.arena_bytes)}; "
+            f"lower bound {_delta(left.lower_bound, right.lower_bound)}; {widest}")

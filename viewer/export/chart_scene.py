@@ -64,7 +64,7 @@ THEME = {
 OUTLINE_LIMIT = 20000
 #: The packing plot shows the arena up to this multiple of its size: room above the arena line
 #: for the widest-operator annotation and the line labels.
-HEADROOM = 1.17
+HEADROOM = 1.22
 #: Alpha of rectangles filtered out (``set_min_held``).
 FADED_ALPHA = 35
 
@@ -295,20 +295,40 @@ class ChartPlot:
     breadth_curve: pg.PlotDataItem
     y_scale: float = 1.0
     breadth_scale: float = 1.0
+    #: Bytes: show the packing plot / breadth curve up to at least this (a compare view gives
+    #: both charts the larger arena so sizes compare by eye); 0 = this chart's own.
+    shared_top: int = 0
+    shared_breadth_top: int = 0
 
     def widest_band(self) -> tuple[float, float]:
         """x extent of the widest-operator band, in operator units."""
         lo, hi = self.band.getRegion()
         return float(lo), float(hi)
 
+    def y_top(self) -> int:
+        """Bytes at the top of the packing plot's full view (before the headroom)."""
+        d = self.data
+        return max(d.arena_bytes, d.lower_bound, self.shared_top, 1)
+
+    def set_shared_top(self, arena_top: int, breadth_top: int = 0) -> None:
+        """Show bytes ``0..arena_top`` in the packing plot and ``0..breadth_top`` in the breadth
+        curve (each at least this chart's own), then reset the view."""
+        self.shared_top, self.shared_breadth_top = int(arena_top), int(breadth_top)
+        top = self.y_top()
+        # The widest operator's annotation stays at the top of the (shared) view.
+        self.band_label.setPos(self.band_label.pos().x(), top * (HEADROOM - 0.005) / self.y_scale)
+        self.packing.setLimits(yMin=-top * 0.05 / self.y_scale, yMax=top * 2 / self.y_scale)
+        self.reset_view()
+
     def reset_view(self) -> None:
         """Show every operator and the whole arena (with room for the annotations)."""
         d = self.data
-        top = max(d.arena_bytes, d.lower_bound, 1)
+        top = self.y_top()
         self.packing.setXRange(0, max(d.num_ops, 1), padding=0.01)
         self.packing.setYRange(0, top * HEADROOM / self.y_scale, padding=0)
         btop = int(d.breadth.max()) if len(d.breadth) else 0
-        self.breadth.setYRange(0, max(btop, d.lower_bound, 1) * 1.2 / self.breadth_scale, padding=0)
+        btop = max(btop, d.lower_bound, self.shared_breadth_top, 1)
+        self.breadth.setYRange(0, btop * 1.2 / self.breadth_scale, padding=0)
 
 
 def _pen(rgb, width=1.0, style=QtCore.Qt.PenStyle.SolidLine):
@@ -335,8 +355,11 @@ def _gap_text(data: ChartData) -> str:
 
 
 class TitleItem(pg.GraphicsWidget):
-    """One line of bold text, centred, elided in the middle when the chart is too narrow
-    (a pyqtgraph ``LabelItem`` would force the layout to be as wide as its text)."""
+    """Bold text, centred: one line, or two when the chart is too narrow (broken at the
+    " — ", "; " or ": " nearest the middle), each elided in the middle if still too long.
+    A pyqtgraph ``LabelItem`` would force the layout to be as wide as its text."""
+
+    SEPARATORS = (" — ", "; ", ": ")
 
     def __init__(self, text: str, point_size: float = 13.0, color=(40, 40, 40)):
         super().__init__()
@@ -345,8 +368,11 @@ class TitleItem(pg.GraphicsWidget):
         self._font.setPointSizeF(point_size)
         self._font.setBold(True)
         self._color = QtGui.QColor(*color)
-        self._height = QtGui.QFontMetricsF(self._font).height() + 8
+        self._line = QtGui.QFontMetricsF(self._font).height()
+        self._lines = 1
+        self._height = self._line + 8
         self.setMinimumHeight(self._height)
+        self.setMaximumHeight(self._height)
         self.setMinimumWidth(40)
         self.setSizePolicy(QtWidgets.QSizePolicy.Policy.Expanding, QtWidgets.QSizePolicy.Policy.Fixed)
 
@@ -358,16 +384,47 @@ class TitleItem(pg.GraphicsWidget):
     def text(self) -> str:
         return self._text
 
-    def shown_text(self) -> str:
-        """The text as drawn at the current width (elided when it does not fit)."""
+    def _split(self, width: float) -> list[str]:
         fm = QtGui.QFontMetricsF(self._font)
-        return fm.elidedText(self._text, QtCore.Qt.TextElideMode.ElideMiddle, self.size().width() - 8)
+        if fm.horizontalAdvance(self._text) <= width:
+            return [self._text]
+        best = None
+        for sep in self.SEPARATORS:
+            start = 0
+            while (k := self._text.find(sep, start)) >= 0:
+                head, tail = self._text[:k + len(sep.rstrip())], self._text[k + len(sep):]
+                cost = max(fm.horizontalAdvance(head), fm.horizontalAdvance(tail))
+                if best is None or cost < best[0]:
+                    best = (cost, [head, tail])
+                start = k + 1
+        return [self._text] if best is None else best[1]
+
+    def fit(self, width: float) -> int:
+        """Choose one or two lines for ``width`` pixels; returns the number of lines."""
+        lines = len(self._split(width - 8))
+        if lines != self._lines:
+            self._lines = lines
+            self._height = self._line * lines + 8
+            self.setMinimumHeight(self._height)
+            self.setMaximumHeight(self._height)
+            self.updateGeometry()
+        return lines
+
+    def shown_text(self) -> str:
+        """The text as drawn at the current width (lines joined by newlines, elided)."""
+        fm = QtGui.QFontMetricsF(self._font)
+        w = self.size().width() - 8
+        parts = self._split(w) if self._lines > 1 else [self._text]
+        return "\n".join(fm.elidedText(t, QtCore.Qt.TextElideMode.ElideMiddle, w) for t in parts)
+
+    def resizeEvent(self, ev):  # noqa: N802 (Qt override)
+        super().resizeEvent(ev)
+        self.fit(self.size().width())
 
     def paint(self, p, *args):
         p.setFont(self._font)
         p.setPen(self._color)
         p.drawText(self.boundingRect(), QtCore.Qt.AlignmentFlag.AlignCenter, self.shown_text())
-
 
 
 #: Point size of legend labels.
@@ -438,6 +495,8 @@ def build_chart(data: ChartData, layout: pg.GraphicsLayout, *, legend_cols: int 
     fg = THEME["foreground"]
     title = TitleItem(data.title, title_pt, fg)
     layout.addItem(title, row=0, col=0, colspan=2)
+    if geometry.width() > 0:
+        title.fit(geometry.width() - 20)
 
     packing = pg.PlotItem(
         axisItems={"left": BytesAxisItem("left"), "bottom": OperatorAxisItem("bottom")}
@@ -514,7 +573,10 @@ def build_chart(data: ChartData, layout: pg.GraphicsLayout, *, legend_cols: int 
     )
     # Keep the annotation inside the plot: left-aligned near the start, right-aligned near the end.
     frac = (w + 0.5) / max(data.num_ops, 1)
+    # Within the first or last tenth, from the plot's edge, so a narrow chart does not cut it.
     ax, bx = (0.0, w) if frac < 0.3 else ((1.0, w + 1) if frac > 0.7 else (0.5, w + 0.5))
+    if frac < 0.1 or frac > 0.9:
+        bx = -0.5 if frac < 0.1 else data.num_ops + 0.5
     band_label = pg.TextItem(
         band_text, color=THEME["band_text"], anchor=(ax, 0.0),
         fill=pg.mkBrush(255, 255, 255, 210),

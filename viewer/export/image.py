@@ -254,3 +254,101 @@ def build_chart_widget(data, width: int, height: int, *, faded=None):
     if faded is not None:
         chart.item.set_faded(faded)
     return widget, chart
+
+
+def _side_data(side, color_by: str, subgraph: int | None):
+    from viewer.export.chart_data import ChartData, build_chart_data
+
+    if isinstance(side, ChartData):
+        return side
+    try:
+        analysis, plan, label = side
+    except (TypeError, ValueError):
+        raise UsageError("a compare side is (analysis, plan, label)") from None
+    return build_chart_data(analysis, plan, color_by=color_by, model_name=str(label),
+                            subgraph=subgraph)
+
+
+def build_compare_widget(left, right, width: int, height: int):
+    """An unshown ``GraphicsLayoutWidget`` with two charts side by side (built from two
+    :class:`~viewer.export.chart_data.ChartData`) on one y scale, under a one-line delta.
+
+    Returns ``(widget, (left_plot, right_plot), delta_text)``.
+    """
+    ensure_qt_app()
+    import pyqtgraph as pg
+
+    from viewer.export.chart_data import compare_text
+    from viewer.export.chart_scene import THEME, TitleItem, build_chart, fit_legend
+
+    widget = pg.GraphicsLayoutWidget(show=False, size=(width, height))
+    widget.setBackground(THEME["background"])
+    widget.resize(width, height)
+    widget.ci.setGeometry(0, 0, width, height)
+    delta = compare_text(left, right)
+    widget.setWindowTitle(f"{left.title} vs {right.title}")
+    widget.ci.setContentsMargins(4, 6, 4, 4)
+    heading = TitleItem(delta, 11.0 if width >= 1200 else 9.5)
+    widget.ci.addItem(heading, row=0, col=0, colspan=2)
+    heading.fit(width - 16)
+    plots = []
+    for col, data in enumerate((left, right)):
+        sub = widget.ci.addLayout(row=1, col=col)
+        plot = build_chart(data, sub, legend="top", title_pt=11.0 if width >= 1200 else 9.5)
+        fit_legend(plot.legend, width / 2 - 40)
+        plot.title.fit(width / 2 - 30)
+        plots.append(plot)
+    top = max(p.y_top() for p in plots)
+    btop = max(max(int(p.data.breadth.max()) if len(p.data.breadth) else 0, p.data.lower_bound)
+               for p in plots)
+    for p in plots:
+        p.set_shared_top(top, btop)
+    widget.ci.layout.setColumnStretchFactor(0, 1)
+    widget.ci.layout.setColumnStretchFactor(1, 1)
+    return widget, tuple(plots), delta
+
+
+def export_compare(left, right, path: str | Path, *, width: int = 2000, height: int = 900,
+                   color_by: str = "kind", subgraph: int | None = None) -> Path:
+    """Write two packing charts side by side, on ONE y scale, as a PNG or SVG.
+
+    Both the packing plots and the breadth curves show the larger of the two arenas (and
+    breadths), so sizes compare by eye; above them one line gives the delta (arena, lower
+    bound, whether the widest operator moved; :func:`viewer.export.chart_data.compare_text`).
+
+    Parameters
+    ----------
+    left, right : tuple (Analysis, Plan, str) or ChartData
+        The baseline and the edited side: an analysis, a plan of its problem, and the label
+        shown as the chart's model name (e.g. ``"baseline: m.tflite"``).
+    path : str or Path
+        ``*.png`` or ``*.svg``.
+    width, height : int
+        Image size in pixels (the pair shares it).
+    color_by : {"kind", "op"}
+    subgraph : int, optional
+        For the titles; defaults to each analysis's subgraph index.
+
+    Returns
+    -------
+    Path
+
+    Raises
+    ------
+    viewer.errors.UsageError
+        Unknown suffix, size out of range, missing folder, a malformed side.
+    viewer.errors.PlanningError
+        When a plan is not a plan of its analysis.
+    viewer.errors.ViewerError
+        When the file cannot be written.
+    """
+    path = Path(path)
+    check_output(path, width, height)
+    ld = _side_data(left, color_by, subgraph)
+    rd = _side_data(right, color_by, subgraph)
+    widget, _, _ = build_compare_widget(ld, rd, width, height)
+    try:
+        return render_widget(widget, path, width, height)
+    finally:
+        widget.close()
+        widget.deleteLater()
