@@ -108,6 +108,15 @@ def test_zero_size_buffers_are_placed():
     assert plan.arena_bytes == 16 and plan.proven_optimal
 
 
+def test_zero_size_buffer_does_not_hold_up_the_arena():
+    # Stacked start: the empty buffer sits at 24, above the 16 bytes the search finds.
+    problem = _problem([(0, 1, 8), (2, 3, 8), (0, 3, 8), (1, 2, 0)])
+    plan = plan_optimal(problem, 8, time_limit=5, ingredients=("minimalloc",))
+    verify_plan(problem, plan)
+    assert plan.arena_bytes == 16 and plan.proven_optimal
+    assert plan.stats["found_by"] == "minimalloc"
+
+
 def test_aligned_lower_bound():
     # Two bytes live together, 64-byte offsets: the second starts at 64 at best.
     s = np.array([0, 0]), np.array([1, 1]), np.array([1, 1])

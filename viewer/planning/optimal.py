@@ -109,6 +109,7 @@ class _Anytime:
         self.progress = progress
         self.cancelled = cancelled
         self.best_offsets: dict[int, int] = {}
+        self.zero_offsets: dict[int, int] = {}  # zero-size buffers: offset 0, not searched
         self.best_arena = 0
         self.best_from = ""
         self.bound = 0
@@ -116,13 +117,20 @@ class _Anytime:
         self._last_fraction = 0.0
 
     def offer(self, offsets: dict[int, int], source: str) -> bool:
-        _, _, _, size = self.problem.arrays()
-        ids = [b.id for b in self.problem.buffers]
-        arena = max((offsets[i] + int(s) for i, s in zip(ids, size)), default=0)
-        if not self.best_offsets or arena < self.best_arena:
-            self.best_offsets, self.best_arena, self.best_from = dict(offsets), int(arena), source
-            return True
-        return False
+        """Keep ``offsets`` if smaller than the best so far and valid (checked by
+        :func:`verify_plan`, so a search bug can never reach the user as a bad plan)."""
+        from viewer.planning.verify import verify_plan
+
+        arena = max((offsets[b.id] + b.size for b in self.problem.buffers), default=0)
+        if self.best_offsets and arena >= self.best_arena:
+            return False
+        try:
+            verify_plan(self.problem, Plan(NAME, offsets, int(arena), self.alignment))
+        except PlanningError as e:
+            self.log.append({"stage": source, "status": "rejected", "reason": str(e)})
+            return False
+        self.best_offsets, self.best_arena, self.best_from = dict(offsets), int(arena), source
+        return True
 
     def raise_bound(self, b: int) -> None:
         self.bound = max(self.bound, int(b))
@@ -192,7 +200,7 @@ def _dfs_stage(st: _Anytime, start, end, size, idx, ids, alignment, params, budg
             raise PlanCancelled("optimal planner cancelled")
         if res.status == mm.FEASIBLE:
             offs = {int(ids[k]): int(res.offsets[j]) for j, k in enumerate(idx)}
-            st.offer({**st.best_offsets, **offs}, "minimalloc")
+            st.offer({**st.zero_offsets, **offs}, "minimalloc")
             st.log[-1]["arena"] = st.best_arena
             outcome = "improved"
         elif res.status == mm.INFEASIBLE:
@@ -263,7 +271,7 @@ def _cp_sat_stage(st: _Anytime, start, end, size, idx, ids, alignment, workers: 
                    "objective_bound": int(solver.best_objective_bound) if status is not None else None})
     if status in (cp_model.OPTIMAL, cp_model.FEASIBLE):
         offs = {int(ids[idx[j]]): int(solver.value(ks[j])) * alignment for j in range(n)}
-        st.offer({**st.best_offsets, **offs}, "cp_sat")
+        st.offer({**st.zero_offsets, **offs}, "cp_sat")
         st.raise_bound(int(np.ceil(solver.best_objective_bound)))
         if status == cp_model.OPTIMAL:
             st.raise_bound(st.best_arena)
@@ -376,6 +384,7 @@ def plan_optimal(
 
     # Zero-size buffers go at offset 0 and leave the search.
     nz = np.nonzero(size_all > 0)[0]
+    st.zero_offsets = {int(ids_all[k]): 0 for k in np.nonzero(size_all == 0)[0]}
     start = first[nz]
     end = last[nz] + 1
     size = size_all[nz]
