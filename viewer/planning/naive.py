@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from viewer.errors import PlanCancelled
 from viewer.planning.registry import register
 from viewer.planning.types import DEFAULT_ALIGNMENT, Plan, PlanningProblem, align_up
 
@@ -17,6 +18,9 @@ def plan_naive(
 ) -> Plan:
     """Place buffers one after another in id order, each at an aligned offset.
 
+    Polls ``cancelled()`` every 4096 buffers (raising
+    :class:`viewer.errors.PlanCancelled`) and reports ``progress(1.0, ...)`` at the end.
+
     Returns
     -------
     Plan
@@ -25,9 +29,15 @@ def plan_naive(
     offsets: dict[int, int] = {}
     top = 0
     end = 0
-    for b in problem.buffers:
+    for k, b in enumerate(problem.buffers):
+        if not k & 4095 and cancelled is not None and cancelled():
+            raise PlanCancelled("naive: cancelled")
         top = align_up(top, alignment)
         offsets[b.id] = top
         end = max(end, top + b.size)
         top += b.size
+    if cancelled is not None and cancelled():
+        raise PlanCancelled("naive: cancelled")
+    if progress is not None:
+        progress(1.0, "naive")
     return Plan("naive", offsets, end, alignment)
