@@ -186,3 +186,193 @@ def test_mobilenet_v2_matches_the_paper():
     plan64 = plan_greedy_by_size(litert, 64)
     verify_plan(litert, plan64)
     assert plan64.arena_bytes == litert.lower_bound() == analysis.lower_bound_bytes
+
+
+# --- the fast planners equal a straightforward reference ------------------------------------
+#
+# The planners list overlapping pairs with numpy, take a range minimum over the task order,
+# and so on. These references are the algorithms as the TFLite GPU delegate writes them:
+# quadratic, obviously right, and small enough to read next to the C++.
+
+
+def reference_greedy_by_size(p: PlanningProblem, alignment: int) -> dict[int, int]:
+    """``GreedyBySizeAssignment`` (greedy_by_size_assignment.cc), walking every placed buffer."""
+    order = sorted(range(len(p.buffers)), key=lambda i: -p.buffers[i].size)
+    placed: list[tuple[int, int]] = []  # (offset, position), sorted by offset
+    offsets = {}
+    for i in order:
+        b = p.buffers[i]
+        if b.size == 0:
+            offsets[b.id] = 0
+            continue
+        prev, best, best_gap = 0, None, None
+        for off, j in placed:
+            o = p.buffers[j]
+            if o.last < b.first or o.first > b.last:
+                continue
+            if off >= prev and off - prev >= b.size and (best_gap is None or off - prev < best_gap):
+                best, best_gap = prev, off - prev
+            prev = max(prev, -(-(off + o.size) // alignment) * alignment)
+        offsets[b.id] = prev if best is None else best
+        placed.append((offsets[b.id], i))
+        placed.sort(key=lambda t: t[0])  # stable: after equal offsets, as the reference inserts
+    return offsets
+
+
+def reference_greedy_by_breadth(p: PlanningProblem, alignment: int) -> dict[int, int]:
+    """``GreedyByBreadthAssignment`` (greedy_by_breadth_assignment.cc) over every operator."""
+    bufs = p.buffers
+    ops = max((b.last for b in bufs), default=-1) + 1
+    by_size = sorted(range(len(bufs)), key=lambda i: -bufs[i].size)
+    profiles = [[i for i in by_size if bufs[i].first <= t <= bufs[i].last] for t in range(ops)]
+    tasks = sorted(range(ops), key=lambda t: -sum(bufs[i].size for i in profiles[t]))
+    objects: list[list[int]] = []  # positions sharing each object
+    obj_size: list[int] = []
+    obj_of = {}
+    for t in tasks:
+        for i in profiles[t]:
+            if i in obj_of:
+                continue
+            b = bufs[i]
+            free = [o for o in range(len(objects))
+                    if all(bufs[j].last < b.first or bufs[j].first > b.last for j in objects[o])]
+            big = [o for o in free if obj_size[o] >= b.size]
+            if big:  # the smallest object that holds it (first created on ties)
+                o = min(big, key=lambda o: (obj_size[o], o))
+            elif free:  # else the largest, which grows
+                o = min(free, key=lambda o: (-obj_size[o], o))
+            else:
+                o = len(objects)
+                objects.append([])
+                obj_size.append(0)
+            objects[o].append(i)
+            obj_size[o] = max(obj_size[o], b.size)
+            obj_of[i] = o
+    starts, top = [], 0
+    for s in obj_size:
+        top = -(-top // alignment) * alignment
+        starts.append(top)
+        top += s
+    return {b.id: starts[obj_of[i]] if b.size else 0 for i, b in enumerate(bufs)}
+
+
+def tie_heavy_problem(rng: random.Random) -> PlanningProblem:
+    """Random problem rich in ties: equal sizes, equal and nested intervals, zero sizes."""
+    ops = rng.randrange(1, 25)
+    bufs = []
+    for i in range(rng.randrange(1, 45)):
+        f = rng.randrange(ops)
+        l = min(ops - 1, f + rng.choice([0, 0, 1, 2, 4, ops, rng.randrange(ops)]))
+        bufs.append(Buffer(i, f, l, rng.choice([0, 1, 8, 64, 64, 64, 100, rng.randrange(1, 3000)])))
+    return PlanningProblem(tuple(bufs), ops)
+
+
+@pytest.mark.parametrize("path", ["python", "numpy"])
+def test_greedy_by_size_equals_reference(path, monkeypatch):
+    import viewer.planning.greedy as greedy
+
+    if path == "numpy":  # every candidate list through the vectorised gap search
+        monkeypatch.setattr(greedy, "_SMALL", 0)
+    rng = random.Random(f"gbs-{path}")
+    for _ in range(250):
+        p = tie_heavy_problem(rng)
+        a = rng.choice([1, 16, 64])
+        plan = plan_greedy_by_size(p, a)
+        assert dict(plan.offsets) == reference_greedy_by_size(p, a), p
+        assert plan.arena_bytes == max(plan.offsets[b.id] + b.size for b in p.buffers)
+
+
+def test_greedy_by_size_without_pair_lists_equals_reference(monkeypatch):
+    # Past _MAX_PAIRS overlapping pairs the planner scans every placed buffer instead.
+    import viewer.planning.greedy as greedy
+
+    monkeypatch.setattr(greedy, "_MAX_PAIRS", 0)
+    rng = random.Random("gbs-scan")
+    for _ in range(100):
+        p = tie_heavy_problem(rng)
+        assert dict(plan_greedy_by_size(p, 64).offsets) == reference_greedy_by_size(p, 64), p
+
+
+def test_greedy_by_breadth_equals_reference():
+    rng = random.Random("gbb")
+    for _ in range(250):
+        p = tie_heavy_problem(rng)
+        a = rng.choice([1, 16, 64])
+        plan = plan_greedy_by_breadth(p, a)
+        assert dict(plan.offsets) == reference_greedy_by_breadth(p, a), p
+
+
+# --- cancellation and progress --------------------------------------------------------------
+
+
+def chain_problem(n: int, seed: int = 0) -> PlanningProblem:
+    """Operator k makes tensor k, read by k+1; one in five also read 2-40 operators on."""
+    rng = random.Random(seed)
+    bufs = []
+    for k in range(n):
+        reach = rng.randrange(2, 41) if rng.random() < 0.2 else 1
+        bufs.append(Buffer(k, k, min(n - 1, k + reach), rng.choice([1024, 4096, 65536, 150528])))
+    return PlanningProblem(tuple(bufs), n)
+
+
+class CallCounter:
+    """``cancelled`` callback: False until its ``stop_at``-th call (1-based), then True."""
+
+    def __init__(self, stop_at: int | None = None):
+        self.stop_at = stop_at
+        self.calls = 0
+
+    def __call__(self) -> bool:
+        self.calls += 1
+        return self.stop_at is not None and self.calls >= self.stop_at
+
+
+# naive has no test module of its own; its cancellation is checked here with the greedy ones.
+HEURISTICS = ["naive", "greedy_by_size", "greedy_by_breadth"]
+
+
+@pytest.mark.parametrize("name", HEURISTICS)
+def test_cancelled_before_work_raises(name):
+    from viewer.errors import PlanCancelled
+
+    stop = CallCounter(stop_at=1)
+    with pytest.raises(PlanCancelled):
+        get_planner(name).func(chain_problem(3000), 64, cancelled=stop)
+    assert stop.calls == 1
+
+
+@pytest.mark.parametrize("name", HEURISTICS)
+def test_cancellation_is_polled_often_and_honoured_at_once(name):
+    from viewer.errors import PlanCancelled
+
+    n = 6000
+    p = chain_problem(n)
+    count = CallCounter()
+    get_planner(name).func(p, 64, cancelled=count)
+    # Polled at least once per 512 buffers of work (naive, a few ns a buffer, per 4096).
+    assert count.calls >= n // (4096 if name == "naive" else 512)
+    # Cancelled half-way: the planner raises at that very call and polls no more.
+    stop = CallCounter(stop_at=max(2, count.calls // 2))
+    with pytest.raises(PlanCancelled):
+        get_planner(name).func(p, 64, cancelled=stop)
+    assert stop.calls == stop.stop_at
+
+
+@pytest.mark.parametrize("name", HEURISTICS)
+def test_progress_rises_to_one(name):
+    seen: list[tuple[float, str]] = []
+    plan = get_planner(name).func(chain_problem(4000), 64, progress=lambda f, m: seen.append((f, m)))
+    fractions = [f for f, _ in seen]
+    assert fractions and fractions[-1] == 1.0
+    assert all(0.0 <= f <= 1.0 for f in fractions)
+    assert fractions == sorted(fractions)
+    assert all(isinstance(m, str) and m for _, m in seen)
+    assert plan.arena_bytes > 0
+
+
+@pytest.mark.parametrize("name", ["greedy_by_size", "greedy_by_breadth"])
+def test_chain_with_skips_equals_reference(name):
+    # Larger than the random problems, so the numpy paths (long candidate lists) run too.
+    p = chain_problem(400, seed=3)
+    ref = reference_greedy_by_size if name == "greedy_by_size" else reference_greedy_by_breadth
+    assert dict(get_planner(name).func(p, 64).offsets) == ref(p, 64)

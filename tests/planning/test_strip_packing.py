@@ -101,3 +101,106 @@ def test_minimalloc_input_12_is_packed_optimally():
     plan = plan_strip_packing(p, 1)
     verify_plan(p, plan)
     assert plan.arena_bytes == 12
+
+
+# --- the fast planner equals a straightforward reference ------------------------------------
+
+
+def reference_strip_packing(p: PlanningProblem, alignment: int) -> tuple[dict[int, int], int]:
+    """The best-fit loop as written in the docstring: a list of steps, scanned every time.
+
+    Returns offsets by id and the number of wasted steps.
+    """
+    bufs = [b for b in p.buffers if b.size > 0]
+    offsets = {b.id: 0 for b in p.buffers if b.size == 0}
+    if not bufs:
+        return offsets, 0
+    steps = [[min(b.first for b in bufs), max(b.last for b in bufs), 0]]  # [first, last, height]
+    wasted = 0
+    while bufs:
+        k = min(range(len(steps)), key=lambda j: (steps[j][2], j))
+        s0, s1, h = steps[k]
+        fits = [b for b in bufs if s0 <= b.first and b.last <= s1]
+        if fits:
+            b = min(fits, key=lambda b: (-(b.last - b.first + 1), -b.size, b.id))
+            bufs.remove(b)
+            offsets[b.id] = -(-h // alignment) * alignment
+            new = [[s0, b.first - 1, h], [b.first, b.last, offsets[b.id] + b.size],
+                   [b.last + 1, s1, h]]
+            steps[k:k + 1] = [s for s in new if s[0] <= s[1]]
+        else:
+            wasted += 1
+            steps[k][2] = min(steps[j][2] for j in (k - 1, k + 1) if 0 <= j < len(steps))
+        merged = [steps[0]]
+        for s in steps[1:]:
+            if s[2] == merged[-1][2]:
+                merged[-1] = [merged[-1][0], s[1], s[2]]
+            else:
+                merged.append(s)
+        steps = merged
+    return offsets, wasted
+
+
+@pytest.mark.parametrize("path", ["python", "numpy"])
+def test_equals_reference_on_random_problems(path, monkeypatch):
+    import viewer.planning.strip_packing as strip
+
+    if path == "numpy":  # every fit search through the vectorised scan
+        monkeypatch.setattr(strip, "_SMALL", 0)
+    from test_greedy import tie_heavy_problem
+
+    rng = random.Random(f"strip-{path}")
+    for _ in range(250):
+        p = tie_heavy_problem(rng)
+        a = rng.choice([1, 16, 64])
+        plan = plan_strip_packing(p, a)
+        offsets, wasted = reference_strip_packing(p, a)
+        assert dict(plan.offsets) == offsets, p
+        assert plan.stats["wasted_steps"] == wasted
+
+
+def test_chain_with_skips_equals_reference():
+    from test_greedy import chain_problem
+
+    p = chain_problem(400, seed=5)
+    plan = plan_strip_packing(p, 64)
+    assert (dict(plan.offsets), plan.stats["wasted_steps"]) == reference_strip_packing(p, 64)
+
+
+# --- cancellation and progress --------------------------------------------------------------
+
+
+def test_cancelled_before_work_raises():
+    from test_greedy import CallCounter, chain_problem
+
+    from viewer.errors import PlanCancelled
+
+    stop = CallCounter(stop_at=1)
+    with pytest.raises(PlanCancelled):
+        plan_strip_packing(chain_problem(3000), 64, cancelled=stop)
+    assert stop.calls == 1
+
+
+def test_cancellation_is_polled_often_and_honoured_at_once():
+    from test_greedy import CallCounter, chain_problem
+
+    from viewer.errors import PlanCancelled
+
+    n = 6000
+    p = chain_problem(n)
+    count = CallCounter()
+    plan_strip_packing(p, 64, cancelled=count)
+    assert count.calls >= n // 512  # at least once per 512 buffers placed
+    stop = CallCounter(stop_at=count.calls // 2)
+    with pytest.raises(PlanCancelled):
+        plan_strip_packing(p, 64, cancelled=stop)
+    assert stop.calls == stop.stop_at
+
+
+def test_progress_rises_to_one():
+    from test_greedy import chain_problem
+
+    seen: list[float] = []
+    plan_strip_packing(chain_problem(4000), 64, progress=lambda f, m: seen.append(f))
+    assert len(seen) > 2 and seen[-1] == 1.0
+    assert seen == sorted(seen) and all(0.0 <= f <= 1.0 for f in seen)
