@@ -147,3 +147,48 @@ def test_mobilenet_v2_high_water_mark_covers_arena_and_weights(capsys):
         assert grown >= r["arena_bytes"]
         assert proc["model_mapping_rss_bytes"] > 0.9 * path.stat().st_size
         assert r["split"]["anonymous_added_by_model_bytes"] >= r["arena_bytes"]
+
+
+def test_relative_path_from_another_directory(tmp_path, capsys, monkeypatch):
+    """The runtime's child runs in the project root: a path relative to the caller's cwd works."""
+    write(tmp_path, "chain.tflite", add_chain(2, shape=(1, 8, 8, 4)))
+    monkeypatch.chdir(tmp_path)
+    rc, out, err = run_cli(capsys, "measure", "chain.tflite", "--json", "--runs", "1", "--no-xnnpack")
+    assert rc == 0, err
+    assert json.loads(out)["arena_bytes"] > 0
+
+
+def test_directory_is_one_line(tmp_path, capsys):
+    rc, out, err = run_cli(capsys, "measure", str(tmp_path))
+    assert rc == 2
+    _one_line_error(err, tmp_path)
+    assert "is a directory" in err
+
+
+def test_non_utf8_file_name_is_measured_not_a_binding_signature(tmp_path, capsys):
+    p = write(tmp_path, "chain.tflite", add_chain(2, shape=(1, 8, 8, 4)))
+    odd = tmp_path / "m\udcff.tflite"  # byte 0xff in the name: not UTF-8
+    try:
+        p.rename(odd)
+    except (OSError, UnicodeEncodeError):
+        pytest.skip("file system refuses a non-UTF-8 file name")
+    rc, out, err = run_cli(capsys, "measure", str(odd), "--json", "--runs", "1", "--no-xnnpack")
+    assert rc == 0, err
+    assert "incompatible function arguments" not in err
+    assert json.loads(out)["arena_bytes"] > 0
+
+
+@pytest.mark.parametrize("value", ["inf", "nan", "-1", "0"])
+def test_bad_timeout_is_one_line_usage_error(tmp_path, capsys, value):
+    p = write(tmp_path, "chain.tflite", add_chain(2, shape=(1, 8, 8, 4)))
+    rc, out, err = run_cli(capsys, "measure", str(p), f"--timeout={value}")
+    assert rc == 2
+    assert len(err.strip().splitlines()) == 1 and "--timeout" in err and "internal error" not in err
+
+
+def test_table_puts_temporaries_bytes_in_the_bytes_column(tmp_path, capsys):
+    p = write(tmp_path, "chain.tflite", add_chain(2, shape=(1, 8, 8, 4)))
+    rc, out, err = run_cli(capsys, "measure", str(p), "--runs", "1", "--no-xnnpack")
+    assert rc == 0, err
+    line = next(ln for ln in out.splitlines() if "kernel temporaries" in ln)
+    assert " B " in line and "tensor" in line

@@ -282,3 +282,17 @@ def test_node_ranges_split_after_dynamic_outputs_and_deferred_tensors():
     assert probe.node_ranges == ((0, 0), (1, 2))
     # Tensor 2 is used by a node but not placed yet; tensor 3 is used by none (never placed).
     assert probe.deferred == (2,)
+
+
+def test_relative_path_is_resolved_against_the_callers_directory(tmp_path, monkeypatch):
+    write(tmp_path, "chain.tflite", add_chain(2, shape=(1, 8, 8, 4)))
+    monkeypatch.chdir(tmp_path)
+    probe = probe_model("chain.tflite")
+    assert probe.ok, probe.error
+    assert probe.arena_bytes and probe.arena_bytes > 0
+    assert probe.path == "chain.tflite"  # the user's path is kept for messages
+
+
+def test_directory_is_reported_as_such(tmp_path):
+    probe = probe_model(tmp_path)
+    assert not probe.ok and "is a directory" in probe.error and "\n" not in probe.error

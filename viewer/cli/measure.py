@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import sys
 
 from viewer.errors import UsageError
@@ -42,8 +43,8 @@ def run(args: argparse.Namespace) -> int:
 
     if args.runs < 1:
         raise UsageError(f"--runs {args.runs}: need at least 1 invocation")
-    if not args.timeout > 0:
-        raise UsageError(f"--timeout {args.timeout:g}: need a positive number of seconds")
+    if not (math.isfinite(args.timeout) and args.timeout > 0):
+        raise UsageError(f"--timeout {args.timeout:g}: need a positive, finite number of seconds")
     report = measure_report(args.model, args.runs, args.timeout, xnnpack=not args.no_xnnpack)
     if args.json:
         json.dump(report, sys.stdout, indent=1)
@@ -59,13 +60,19 @@ def _b(n) -> str:
     return f"{n:>12,d} B  ({format_bytes(n)})"
 
 
+def _count(n: int, noun: str) -> str:
+    return f"{n} {noun}" + ("" if n == 1 else "s")
+
+
 def _n(n) -> str:
     return "n/a" if n is None else f"{n:,d}"
 
 
 def _print_table(r: dict) -> None:
+    from viewer.runtime.probe import display_path
+
     w = sys.stdout.write
-    w(f"model: {r['model']}   runs per process: {r['runs']}\n\n")
+    w(f"model: {display_path(r['model'])}   runs per process: {r['runs']}\n\n")
     w("LiteRT tensor arena (allocate_tensors, no delegates)\n")
     w(f"  arena (measured)          {_b(r['arena_bytes'])}\n")
     rp = r["replay"]
@@ -75,7 +82,8 @@ def _print_table(r: dict) -> None:
     w(f"  litert planner replay     {_b(rp.get('arena_bytes'))}   {verdict}\n")
     w(f"  persistent / dynamic      {_b(r['persistent_bytes'])}   (outside the arena)\n")
     temps = r["temporaries"]
-    w(f"  kernel temporaries        {len(temps)}\n")
+    w(f"  kernel temporaries        {_b(sum(t['bytes'] for t in temps))}   "
+      f"({_count(len(temps), 'tensor')})\n")
     for t in temps:
         where = "arena" if t["in_arena"] else "outside"
         w(f"    tensor {t['id']:>5}  op #{t['op']:<4} {t['op_name']:<22} {_b(t['bytes'])}  {where}\n")

@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 from typing import Any, Mapping
 
 from viewer.errors import RuntimeProbeError
-from viewer.runtime.probe import _run_child, probe_model
+from viewer.runtime.probe import _run_child, display_path, model_file_error, probe_model, runtime_path
 
 #: Resolver names: LiteRT's reference kernels only, or the default (XNNPACK delegate applied).
 RESOLVER_BUILTIN = "builtin"
@@ -84,11 +84,13 @@ def measure_process(path, runs: int = 3, resolver: str = RESOLVER_BUILTIN,
         ``ok=False`` with a one-line ``error`` on a runtime failure, crash or timeout.
     """
     path = str(path)
-    if not os.path.isfile(path):
-        return ProcessMeasurement(resolver, False, f"{path}: no such model file")
+    bad = model_file_error(path)
+    if bad is not None:
+        return ProcessMeasurement(resolver, False, display_path(bad))
     what = "measuring " + ("with XNNPACK" if resolver == RESOLVER_XNNPACK else "without delegates")
-    raw = _run_child(["measure", path, "--runs", str(max(int(runs), 1)), "--resolver", resolver],
-                     path, timeout, what)
+    with runtime_path(path) as child_path:
+        raw = _run_child(["measure", child_path, "--runs", str(max(int(runs), 1)), "--resolver", resolver],
+                         display_path(path), timeout, what)
     if not raw.get("ok"):
         return ProcessMeasurement(resolver, False, str(raw.get("error")))
     return ProcessMeasurement(resolver, True, "", raw)

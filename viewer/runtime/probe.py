@@ -11,12 +11,15 @@ reaches the caller: it becomes ``RuntimeProbe(ok=False, error=...)`` (or
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
+import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Mapping, Sequence
@@ -275,6 +278,56 @@ def _run_child(args: list[str], path: str, timeout: float, what: str) -> dict:
     return out
 
 
+def model_file_error(path: str) -> str | None:
+    """One line saying why ``path`` cannot be handed to the runtime, or None when it can.
+
+    A missing path says "no such model file"; a directory says "is a directory".
+    """
+    if os.path.isdir(path):
+        return f"{path}: is a directory, not a .tflite model file"
+    if not os.path.isfile(path):
+        return f"{path}: no such model file"
+    return None
+
+
+@contextlib.contextmanager
+def runtime_path(path: str):
+    """The path to hand to the runtime's child process: absolute, and UTF-8.
+
+    The child runs in the project's root directory, so a relative path is made absolute
+    against the caller's working directory. LiteRT's Python binding takes only UTF-8 file
+    names; a name that is not (e.g. bytes ``0xff`` kept by Python as a surrogate) is reached
+    through a symbolic link with an ASCII name in a temporary directory, removed afterwards.
+    """
+    full = os.path.abspath(path)
+    try:
+        os.path.realpath(full).encode("utf-8")
+    except UnicodeEncodeError:
+        # A hard link keeps the file (and its page cache) the same; a copy when the temporary
+        # directory is on another file system. Not a symbolic link: the child reads the model's
+        # mapping back from /proc/self/maps, which names the link's target.
+        with tempfile.TemporaryDirectory(prefix="arena-viewer-") as tmp:
+            link = os.path.join(tmp, "model.tflite")
+            try:
+                try:
+                    os.link(full, link)
+                except OSError:
+                    shutil.copyfile(full, link)
+            except OSError as e:
+                raise RuntimeProbeError(
+                    f"{display_path(path)}: the file name is not valid UTF-8, which LiteRT cannot "
+                    f"open, and no temporary copy could be made ({e.strerror or e}); rename the file"
+                ) from None
+            yield link
+        return
+    yield full
+
+
+def display_path(path: str) -> str:
+    """``path`` printable on any stream: bytes that are not UTF-8 become U+FFFD."""
+    return str(path).encode("utf-8", "surrogateescape").decode("utf-8", "replace")
+
+
 def _last_line(stderr: bytes) -> str:
     lines = [ln.strip() for ln in stderr.decode("utf-8", "replace").splitlines() if ln.strip()]
     lines = [ln for ln in lines if not ln.startswith("INFO:")]
@@ -329,13 +382,18 @@ def probe_model(
         Only with ``check=True``: the runtime failed, crashed (e.g. SIGSEGV) or timed out.
     """
     path = str(path)
-    if not os.path.isfile(path):
-        probe = RuntimeProbe(path, subgraph, ok=False, error=f"{path}: no such model file")
+    bad = model_file_error(path)
+    if bad is not None:
+        bad = display_path(bad)
+        probe = RuntimeProbe(path, subgraph, ok=False, error=bad)
         return probe.check() if check else probe
-    args = ["probe", path, "--subgraph", str(int(subgraph)), "--input-shapes", _shape_arg(input_shapes)]
-    if invoke:
-        args.append("--invoke")
-    raw = _run_child(args, path, timeout, "allocating tensors" + (" and invoking" if invoke else ""))
+    shown = display_path(path)
+    with runtime_path(path) as child_path:
+        args = ["probe", child_path, "--subgraph", str(int(subgraph)), "--input-shapes",
+                _shape_arg(input_shapes)]
+        if invoke:
+            args.append("--invoke")
+        raw = _run_child(args, shown, timeout, "allocating tensors" + (" and invoking" if invoke else ""))
     probe = probe_from_json(path, raw, subgraph)
     return probe.check() if check else probe
 
