@@ -92,8 +92,10 @@ def _size_order(problem: PlanningProblem) -> list[int]:
 
 
 #: Overlapping pairs above which greedy_by_size scans every placed buffer per buffer instead of
-#: listing the pairs (keeps memory under ~500 MB; the scan is slower, quadratic).
-_MAX_PAIRS = 20_000_000
+#: listing the pairs (keeps the lists under ~160 MB; the scan is quadratic but still polled).
+_MAX_PAIRS = 10_000_000
+#: Pairs listed per numpy pass between two polls of ``cancelled()`` (a few ms each).
+_CHUNK = 1 << 17
 #: Candidate lists up to this long are searched in plain Python; longer ones with numpy.
 _SMALL = 48
 
@@ -101,12 +103,17 @@ _SMALL = 48
 def _overlap_lists(first: np.ndarray, last: np.ndarray, poll: _Poll):
     """For each buffer ``k``, the buffers ``j < k`` whose usage intervals overlap its own.
 
+    The pairs are listed from the buffers sorted by first operator (position ``p`` overlaps
+    exactly the positions ``p + 1 .. hi[p] - 1`` after it, ``hi`` by ``searchsorted``), then
+    grouped by the later buffer with a counting sort, in chunks of :data:`_CHUNK` pairs so
+    that ``cancelled()`` is polled every few ms.
+
     Parameters
     ----------
     first, last : numpy.ndarray
         Shape (m,), int64: usage intervals (inclusive operator indices), in placing order.
     poll : _Poll
-        Polled between the array passes.
+        Polled after every chunk.
 
     Returns
     -------
@@ -117,29 +124,46 @@ def _overlap_lists(first: np.ndarray, last: np.ndarray, poll: _Poll):
     """
     m = len(first)
     by_first = np.argsort(first, kind="stable")
-    fs = first[by_first]
-    # In first-sorted order, position p overlaps exactly the positions p+1 .. hi[p]-1 after it.
-    hi = np.searchsorted(fs, last[by_first], side="right")
+    hi = np.searchsorted(first[by_first], last[by_first], side="right")
     count = hi - np.arange(m) - 1
-    total = int(count.sum())
+    cum = np.cumsum(count)
+    total = int(cum[-1]) if m else 0
     if total > _MAX_PAIRS:
         return None
     poll.check()
-    src = np.repeat(np.arange(m), count)
-    dst = np.arange(total) - np.repeat(np.cumsum(count) - count, count) + src + 1
-    a, b = by_first[src], by_first[dst]
-    del src, dst
-    poll.check()
-    later = np.maximum(a, b)
-    # Group by the later buffer: one sort of (later << 32 | earlier) keys, no argsort.
-    keys = (later << 32) | np.minimum(a, b)
-    del a, b
-    keys.sort()
-    poll.check()
-    earlier = keys & 0xFFFFFFFF
+    chunks = []
+    per_buffer = np.zeros(m, dtype=np.int64)
+    p0 = 0
+    while p0 < m:
+        done = int(cum[p0 - 1]) if p0 else 0
+        p1 = max(int(np.searchsorted(cum, done + _CHUNK, side="right")), p0 + 1)
+        cnt = count[p0:p1]
+        n_pairs = int(cum[p1 - 1]) - done
+        p0, q0 = p1, p0
+        if not n_pairs:
+            continue
+        src = np.repeat(np.arange(q0, p1), cnt)
+        dst = np.arange(n_pairs) - np.repeat(np.cumsum(cnt) - cnt, cnt) + src + 1
+        a, b = by_first[src], by_first[dst]
+        # Sorted (later << 32 | earlier) keys: the chunk grouped by its later buffer.
+        keys = (np.maximum(a, b) << 32) | np.minimum(a, b)
+        keys.sort()
+        chunks.append(keys)
+        per_buffer += np.bincount(keys >> 32, minlength=m)
+        poll.check()
     ptr = np.zeros(m + 1, dtype=np.int64)
-    np.cumsum(np.bincount(later, minlength=m), out=ptr[1:])
-    poll.check()
+    np.cumsum(per_buffer, out=ptr[1:])
+    fill = ptr[:-1].copy()
+    earlier = np.empty(total, dtype=np.int64)
+    while chunks:
+        keys = chunks.pop(0)
+        later = keys >> 32
+        starts = np.flatnonzero(np.concatenate(([True], later[1:] != later[:-1])))
+        sizes = np.diff(np.append(starts, len(keys)))
+        within = np.arange(len(keys)) - np.repeat(starts, sizes)
+        earlier[fill[later] + within] = keys & 0xFFFFFFFF
+        fill[later[starts]] += sizes
+        poll.check()
     return ptr, earlier
 
 
@@ -247,7 +271,7 @@ def plan_greedy_by_size(
     lists = _overlap_lists(f_act, l_act, poll) if m else None
     if lists is not None:
         ptr_np, earlier_np = lists
-        ptr, earlier = ptr_np.tolist(), earlier_np.tolist()
+        ptr = ptr_np.tolist()
     off_np = np.zeros(m, dtype=np.int64)
     end_np = np.zeros(m, dtype=np.int64)
     off_py = [0] * m
@@ -260,11 +284,11 @@ def plan_greedy_by_size(
             if p1 == p0:
                 best, work = 0, 2
             elif p1 - p0 == 1:
-                j = earlier[p0]
+                j = int(earlier_np[p0])
                 best = 0 if off_py[j] >= s else end_py[j]
                 work = 3
             elif p1 - p0 <= _SMALL:
-                best = _best_gap([(off_py[j], end_py[j]) for j in earlier[p0:p1]], s)
+                best = _best_gap([(off_py[j], end_py[j]) for j in earlier_np[p0:p1].tolist()], s)
                 work = 4 + (p1 - p0)
             else:
                 cand = earlier_np[p0:p1]
