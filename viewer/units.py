@@ -6,7 +6,7 @@ import re
 
 from viewer.errors import UsageError
 
-_BINARY = [("GiB", 1 << 30), ("MiB", 1 << 20), ("KiB", 1 << 10)]
+_BINARY = [("EiB", 1 << 60), ("PiB", 1 << 50), ("TiB", 1 << 40), ("GiB", 1 << 30), ("MiB", 1 << 20), ("KiB", 1 << 10)]
 _UNITS = {
     "": 1, "b": 1,
     "kb": 1000, "mb": 1000**2, "gb": 1000**3, "tb": 1000**4,
@@ -15,8 +15,15 @@ _UNITS = {
 }
 
 
+#: The largest size :func:`parse_size` takes: 2**62 bytes (4 EiB), so sums of a few stay in int64.
+MAX_SIZE_BYTES = 1 << 62
+
+
 def format_bytes(n: int | float, precision: int = 1) -> str:
-    """``1536 -> '1.5 KiB'``; binary units (KiB/MiB/GiB), bytes below 1 KiB."""
+    """``1536 -> '1.5 KiB'``; binary units (KiB ... EiB), whole bytes below 1 KiB.
+
+    ``precision`` digits after the point (default one).
+    """
     n = float(n)
     sign = "-" if n < 0 else ""
     a = abs(n)
@@ -44,4 +51,8 @@ def parse_size(text: str) -> int:
     value = float(m.group(1)) * _UNITS[m.group(2).lower()]
     if value < 0:
         raise UsageError(f"size {text!r} is negative")
+    if not value <= MAX_SIZE_BYTES:  # also inf/nan
+        raise UsageError(
+            f"size {text!r} is too large: sizes above 2**62 bytes ({format_bytes(MAX_SIZE_BYTES)}) are not taken"
+        )
     return int(round(value))
