@@ -110,3 +110,65 @@ def test_mobilenet_v2_naive_sum_of_op_produced_tensors(capsys):
     r = json.loads(out)
     produced = sum(t["bytes"] for t in r["tensors"] if t["kind"] != "input")
     assert abs(produced - 27.6e6) / 27.6e6 < 0.02, produced
+
+
+def test_export_csv_never_overwrites_the_model(tmp_path, capsys):
+    p = write(tmp_path, "chain.tflite", add_chain(2))
+    before = p.read_bytes()
+    link = tmp_path / "link.csv"
+    link.symlink_to(p)
+    for target in (p, link):
+        rc, _, err = run_cli(capsys, "plan", str(p), "--export-csv", str(target))
+        assert rc == 2 and "refusing to overwrite the input model" in err
+    assert p.read_bytes() == before
+
+
+def test_planner_comma_list_and_negative_top(tmp_path, capsys):
+    p = write(tmp_path, "chain.tflite", add_chain(2))
+    rc, out, _ = run_cli(capsys, "plan", str(p), "--planner", "naive,litert", "--json")
+    assert rc == 0 and list(json.loads(out)["plans"]) == ["naive", "litert"]
+    rc, _, err = run_cli(capsys, "plan", str(p), "--top=-1")
+    assert rc == 2 and len(err.strip().splitlines()) == 1 and "--top" in err
+
+
+def test_usage_errors_are_one_line(tmp_path, capsys):
+    p = write(tmp_path, "chain.tflite", add_chain(2))
+    rc, _, err = run_cli(capsys, "plan", "--subgraph", "abc", str(p))
+    assert rc == 2 and len(err.strip().splitlines()) == 1 and "invalid int value" in err
+
+
+def test_plan_reports_aligned_bound_and_temporaries_note(tmp_path, capsys):
+    p = write(tmp_path, "chain.tflite", add_chain(2, shape=(1, 3)))  # 12-byte tensors
+    rc, out, _ = run_cli(capsys, "plan", str(p), "--json")
+    r = json.loads(out)
+    # Three 12-byte tensors live at once: 36 B of breadth, but 64-byte offsets need 64+64+12.
+    assert r["lower_bound_bytes"] == 36 and r["aligned_lower_bound_bytes"] == 140
+    assert min(pl["arena_bytes"] for pl in r["plans"].values()) >= r["aligned_lower_bound_bytes"]
+    assert any("kernel temporaries" in n for n in r["notes"])
+
+
+def test_plan_measure_adds_kernel_temporaries_and_the_runtime_arena(capsys):
+    """unet_256: the tensors need 24.8 MiB, the runtime's arena (im2col included) is 124.8 MiB."""
+    p = shared_model("unet_256.tflite")
+    rc, out, err = run_cli(capsys, "plan", str(p), "--json", "--measure", "--planner", "litert")
+    assert rc == 0, err
+    r = json.loads(out)
+    m = r["measured"]
+    assert m["tensor_lower_bound_bytes"] == 25_952_256
+    assert m["temporaries"] and all(t["op_name"] == "CONV_2D" for t in m["temporaries"])
+    # Replaying the runtime's tensors with our litert planner gives the runtime's arena exactly.
+    assert r["plans"]["litert"]["arena_bytes"] == m["arena_bytes"] == r["plans"]["litert_measured"]["arena_bytes"]
+    assert m["arena_bytes"] > 4 * m["tensor_lower_bound_bytes"]
+    assert r["lower_bound_bytes"] > max(t["bytes"] for t in m["temporaries"]) > m["tensor_lower_bound_bytes"]
+
+
+def test_plan_counts_persistent_and_names_control_flow_subgraphs(capsys):
+    rc, out, _ = run_cli(capsys, "plan", str(shared_model("mobilenet_v2_224_fp16.tflite")), "--json",
+                         "--planner", "litert")
+    r = json.loads(out)
+    assert r["persistent_bytes"] == 13_896_032  # fp16 weights dequantized once at prepare time
+    rc, out, _ = run_cli(capsys, "plan", str(shared_model("litert_testdata_multi_subgraphs_while.tflite")),
+                         "--json")
+    r = json.loads(out)
+    assert sorted(s["subgraph"] for s in r["subgraphs_reached"]) == [1, 2]
+    assert any("control flow" in n for n in r["notes"])

@@ -78,7 +78,55 @@ class PlanningProblem:
         return np.cumsum(diff)[:m]
 
     def lower_bound(self) -> int:
-        """The widest operator's breadth in bytes: no plan can be smaller."""
+        """The widest operator's breadth in bytes: no plan can be smaller.
+
+        Computed by a sweep over interval end points, so a problem whose time axis is huge
+        (minimalloc CSVs use times up to 2**20 and beyond) costs O(n log n), not O(time).
+        """
         if not self.buffers:
             return 0
-        return int(self.breadth().max())
+        _, first, last, size = self.arrays()
+        times = np.concatenate([first, last + 1])
+        deltas = np.concatenate([size, -size])
+        # At equal times, ends (negative deltas) go first: [a, b] and [b+1, c] do not overlap.
+        order = np.lexsort((deltas, times))
+        return int(max(np.cumsum(deltas[order]).max(), 0))
+
+    def aligned_lower_bound(self, alignment: int) -> int:
+        """A lower bound for plans whose offsets are multiples of ``alignment`` bytes.
+
+        At any operator the live buffers are disjoint byte ranges starting at aligned offsets,
+        so every buffer but the topmost takes at least ``align_up(size)`` bytes:
+        arena >= sum(align_up(s)) - max(align_up(s) - s) over the live set. Equals
+        :meth:`lower_bound` when ``alignment`` is 1.
+        """
+        if not self.buffers:
+            return 0
+        if alignment <= 1:
+            return self.lower_bound()
+        import heapq
+
+        _, first, last, size = self.arrays()
+        padded = -(-size // alignment) * alignment
+        waste = padded - size
+        events = sorted(
+            [(int(f), 1, i) for i, f in enumerate(first)] + [(int(l) + 1, 0, i) for i, l in enumerate(last)]
+        )
+        live = [False] * len(size)
+        heap: list[tuple[int, int]] = []  # (-waste, i), lazily pruned
+        total = best = 0
+        for k, (_, kind, i) in enumerate(events):
+            if kind == 0:
+                live[i] = False
+                total -= int(padded[i])
+            else:
+                live[i] = True
+                total += int(padded[i])
+                heapq.heappush(heap, (-int(waste[i]), i))
+            if k + 1 < len(events) and events[k + 1][0] == events[k][0]:
+                continue  # evaluate once per time point, after all its events
+            while heap and not live[heap[0][1]]:
+                heapq.heappop(heap)
+            if heap:
+                best = max(best, total + heap[0][0])
+        return best

@@ -32,8 +32,15 @@ PROG = "arena-viewer"
 TOP_LEVEL_FLAGS = ("-h", "--help", "--version")
 
 
+class OneLineParser(argparse.ArgumentParser):
+    """An ArgumentParser whose usage errors are one line on stderr (exit 2), like every other error."""
+
+    def error(self, message: str):  # argparse's override point
+        self.exit(2, f"{self.prog}: error: {message} (see '{self.prog} --help')\n")
+
+
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
+    parser = OneLineParser(
         prog=PROG,
         description="Plan and show the tensor arena of a TensorFlow Lite / LiteRT model. "
         f"'{PROG} [MODEL]' opens the window (the demo model when MODEL is omitted).",

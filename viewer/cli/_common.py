@@ -37,11 +37,11 @@ def _edits_module():
 
 
 def planner_choice(name: str | None, *, include_exact_in_all: bool = False) -> list[str]:
-    """``None``/"all" -> every default planner; else the one named (validated later)."""
+    """``None``/"all" -> every default planner; else the named ones, comma-separated (validated later)."""
     if name is None or name == "all":
-        names = default_planner_names(include_exact=include_exact_in_all)
-        return names
-    return [name]
+        return default_planner_names(include_exact=include_exact_in_all)
+    names = [n.strip() for n in name.split(",") if n.strip()]
+    return list(dict.fromkeys(names)) or default_planner_names(include_exact=include_exact_in_all)
 
 
 def known_planners_help() -> str:

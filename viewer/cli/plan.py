@@ -7,7 +7,11 @@ import json
 import sys
 
 from viewer.cli._common import add_edit_args, add_model_args, edits_from_args, known_planners_help, planner_choice
+from viewer.analysis.types import KIND_TEMPORARY
+from viewer.errors import UsageError, ViewerError
+from viewer.export.paths import check_output_path
 from viewer.export.report import build_report, gap_pct
+from viewer.planning.types import DEFAULT_ALIGNMENT
 from viewer.planning.run import best_plan_name, run_planners
 from viewer.units import format_bytes
 from viewer.whatif.pipeline import prepare
@@ -29,30 +33,123 @@ def add_parser(sub) -> None:
     p.add_argument("--export-csv", metavar="FILE",
                    help="also write the problem as minimalloc CSV (id,lower,upper,size[,offset]); "
                         "offsets of the chosen/best plan are included")
-    p.add_argument("--top", type=int, default=10, metavar="K", help="rows of the widest operator's profile (default 10)")
+    p.add_argument("--top", type=_top, default=10, metavar="K", help="rows of the widest operator's profile (default 10)")
+    p.add_argument("--measure", action="store_true",
+                   help="also run LiteRT (subprocess) and plan with its kernel temporaries (im2col, "
+                        "scratch); adds the runtime's own arena as 'litert_measured'")
+    p.add_argument("--timeout", type=float, default=60.0, metavar="S",
+                   help="seconds for the runtime subprocess with --measure (default 60)")
     add_edit_args(p)
     p.set_defaults(run=run)
 
 
+def _top(text: str) -> int:
+    try:
+        k = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a whole number: {text!r}") from None
+    if k < 0:
+        raise argparse.ArgumentTypeError(f"must be >= 0, got {k}")
+    return k
+
+
 def run(args: argparse.Namespace) -> int:
+    if args.time_limit is not None and not (args.time_limit > 0 and args.time_limit < float("inf")):
+        raise UsageError(f"--time-limit must be a positive number of seconds, got {args.time_limit}")
+    if args.export_csv:
+        check_output_path(args.export_csv, args.model, what="CSV problem")
     edits = edits_from_args(args)
     prep = prepare(args.model, args.subgraph, edits)
+    notes = list(prep.notes)
     a = prep.analysis
+    tensor_only = a
+    measured = None
+    if args.measure:
+        a, measured, more = _measure(prep, args.timeout)
+        notes.extend(more)
     problem = a.problem()
-    plans = run_planners(problem, planner_choice(args.planner), time_limit=args.time_limit)
+    names = planner_choice(args.planner)
+    plans = run_planners(problem, names, time_limit=args.time_limit)
     best = best_plan_name(plans)
+    if measured is not None:
+        plans["litert_measured"] = measured
     if args.export_csv:
         from viewer.planning.csv_io import write_problem_csv
 
         write_problem_csv(problem, args.export_csv, plan=plans.get(best) if best else None)
-    report = build_report(prep.model, args.subgraph, a, plans, best, notes=prep.notes,
+    fp_notes, extra = _beyond_the_arena(prep.model, args.subgraph, a, plans, best)
+    notes.extend(fp_notes)
+    if not args.measure:
+        notes.append("kernel temporaries (im2col, scratch) are not included: the runtime's arena "
+                     "can be larger; add --measure to run LiteRT and include them")
+    report = build_report(prep.model, args.subgraph, a, plans, best, notes=tuple(notes),
                           edits=_edits_dict(edits))
+    report.update(extra)
+    report["aligned_lower_bound_bytes"] = problem.aligned_lower_bound(DEFAULT_ALIGNMENT)
+    if measured is not None:
+        temps = [u for u in a.usages if u.kind == KIND_TEMPORARY]
+        report["measured"] = {
+            "arena_bytes": measured.arena_bytes,
+            "tensor_lower_bound_bytes": tensor_only.lower_bound_bytes,
+            "temporaries": [{"id": u.tensor, "op": u.first_op, "op_name": a.op_name(u.first_op),
+                             "name": a.tensor_name(u.tensor), "bytes": u.nbytes} for u in temps],
+            "temporaries_bytes": sum(u.nbytes for u in temps),
+        }
     if args.json:
         json.dump(report, sys.stdout, indent=1)
         sys.stdout.write("\n")
         return 0
     _print_table(report, a, args.top)
     return 0
+
+
+def _measure(prep, timeout: float):
+    """Probe LiteRT; return (analysis with kernel temporaries, measured plan, notes)."""
+    from viewer.runtime.probe import measured_plan, probe_analysis, probe_model
+
+    edits = prep.edits
+    if edits is not None and (edits.activation_dtype or edits.tensor_dtypes):
+        return prep.analysis, None, ["--measure skipped: the runtime cannot run a storage-precision what-if"]
+    shapes = None
+    if edits is not None and not edits.is_empty():
+        from viewer.whatif.edits import apply_edits
+
+        shapes = dict(apply_edits(prep.model, prep.subgraph_index, edits, shape_source="inferred").input_shapes) or None
+    probe = probe_model(prep.model.path, prep.subgraph_index, input_shapes=shapes, timeout=timeout)
+    if not probe.ok:
+        return prep.analysis, None, [f"not measured: {probe.error}; kernel temporaries are missing"]
+    try:
+        return probe_analysis(prep.model, probe), measured_plan(probe), [
+            "kernel temporaries measured by LiteRT (allocate_tensors, built-in CPU kernels, no delegate)"]
+    except ViewerError as e:
+        return prep.analysis, None, [f"runtime result not usable ({e}); kernel temporaries are missing"]
+
+
+def _beyond_the_arena(model, subgraph_index: int, a, plans, best):
+    """Persistent bytes and the arenas of subgraphs reached through control flow."""
+    from viewer.whatif.footprint import reachable_subgraphs
+    from viewer.analysis.intervals import analyze
+
+    sg = a.subgraph
+    persistent = sum(sg.tensors[k].nbytes for k, why in a.outside.items()
+                     if k < len(sg.tensors) and ("persistent" in why or "variable" in why or "resource" in why))
+    notes, others = [], []
+    name = best if best in plans else None
+    for idx, how in reachable_subgraphs(model, subgraph_index):
+        sa = analyze(model.subgraphs[idx], model=model)
+        arena = None
+        if name and name != "litert_measured":
+            arena = run_planners(sa.problem(), [name])[name].arena_bytes
+        others.append({"subgraph": idx, "reached_by": how, "lower_bound_bytes": sa.lower_bound_bytes,
+                       "arena_bytes": arena})
+    if others:
+        notes.append(f"{len(others)} more subgraph(s) run through control flow, each with its own arena "
+                     f"(see 'arena-viewer plan --subgraph N'): "
+                     + ", ".join(f"{o['subgraph']} via {o['reached_by']}" for o in others))
+    if persistent:
+        notes.append(f"{format_bytes(persistent)} of persistent tensors (computed at prepare time, "
+                     "variables) live outside the arena, in anonymous memory")
+    return notes, {"persistent_bytes": int(persistent), "subgraphs_reached": others}
 
 
 def _edits_dict(edits):
@@ -80,10 +177,26 @@ def _print_table(r: dict, a, top: int) -> None:
     out(f"  {'weights (file-backed)':<28}{_fmt(r['weights_bytes'])}\n")
     out(f"  {'naive sum':<28}{_fmt(r['naive_bytes'])}\n")
     out(f"  {'lower bound':<28}{_fmt(lb)}\n")
+    alb = r.get("aligned_lower_bound_bytes", lb)
+    if alb > lb:
+        out(f"  {'  with 64-byte alignment':<28}{_fmt(alb)}\n")
+    m = r.get("measured")
+    if m:
+        out(f"  {'  tensors only (no temps)':<28}{_fmt(m['tensor_lower_bound_bytes'])}\n")
+        out(f"  {'kernel temporaries':<28}{_fmt(m['temporaries_bytes'])}  ({len(m['temporaries'])} measured)\n")
+    if r.get("persistent_bytes"):
+        out(f"  {'persistent (outside arena)':<28}{_fmt(r['persistent_bytes'])}\n")
     out("  planner                             arena            gap to lower bound\n")
     for name, p in r["plans"].items():
         mark = "  <- smallest" if name == r["best_plan"] else ""
-        proven = " (proven optimal)" if p["proven_optimal"] else ""
+        if p["proven_optimal"]:
+            proven = " (proven optimal)"
+        elif p.get("bound_bytes"):
+            proven = f" (not proven; bound {format_bytes(p['bound_bytes'])})"
+        elif name == "litert_measured":
+            proven = " (the runtime's own arena)"
+        else:
+            proven = ""
         out(f"  {name:<28}{_fmt(p['arena_bytes'])}  {gap_pct(p['arena_bytes'], lb):+7.1f}%{proven}{mark}\n")
     w = r["widest_operator"]
     if w:
