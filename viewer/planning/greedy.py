@@ -23,6 +23,7 @@ every placed buffer per buffer, so 100,000 tensors take about a second.
 from __future__ import annotations
 
 import bisect
+import operator
 
 import numpy as np
 
@@ -81,14 +82,21 @@ class _Poll:
         self.check(1.0)
 
 
-def _size_order(problem: PlanningProblem) -> list[int]:
-    """Buffer positions in non-increasing size order; ties keep problem (tensor-index) order.
+def _problem_arrays(problem: PlanningProblem, poll: _Poll):
+    """``problem.arrays()`` built 8192 buffers at a time, polling between them.
 
-    The reference sorts with ``CompareBySize`` (size only) and an unstable ``std::sort``; a
-    stable sort makes our result deterministic.
+    Returns
+    -------
+    ids, first, last, size : numpy.ndarray
+        Shape (n,), int64 each.
     """
-    _, _, _, size = problem.arrays()
-    return np.argsort(-size, kind="stable").tolist()
+    bufs = problem.buffers
+    out = np.empty((len(bufs), 4), dtype=np.int64)
+    get = operator.attrgetter("id", "first", "last", "size")
+    for s in range(0, len(bufs), 8192):
+        out[s:s + 8192] = list(map(get, bufs[s:s + 8192]))
+        poll.check()
+    return out[:, 0].copy(), out[:, 1].copy(), out[:, 2].copy(), out[:, 3].copy()
 
 
 #: Overlapping pairs above which greedy_by_size scans every placed buffer per buffer instead of
@@ -155,6 +163,9 @@ def _overlap_lists(first: np.ndarray, last: np.ndarray, poll: _Poll):
     np.cumsum(per_buffer, out=ptr[1:])
     fill = ptr[:-1].copy()
     earlier = np.empty(total, dtype=np.int64)
+    for s in range(0, total, 8 * _CHUNK):  # touch the pages here, not in one scattered pass
+        earlier[s:s + 8 * _CHUNK] = 0
+        poll.check()
     while chunks:
         keys = chunks.pop(0)
         later = keys >> 32
@@ -262,7 +273,7 @@ def plan_greedy_by_size(
     alignment = _check_alignment(alignment)
     poll = _Poll(cancelled, progress, "greedy by size")
     poll.check(0.0)
-    ids, first, last, size = problem.arrays()
+    ids, first, last, size = _problem_arrays(problem, poll)
     order = np.argsort(-size, kind="stable")  # the reference's size order, ties by position
     active = order[size[order] > 0]  # zero-size buffers occupy nothing: offset 0
     m = len(active)
@@ -307,14 +318,15 @@ def plan_greedy_by_size(
         if best + s > total:
             total = best + s
         poll.tick(work, k / m)
-    off_of = dict(zip(active.tolist(), off_py))
+    off_all = np.zeros(len(ids), dtype=np.int64)
+    off_all[active] = off_py
     # Same key order as the reference: size order, zero-size buffers included.
-    offsets = {int(ids[i]): off_of.get(i, 0) for i in order.tolist()}
+    offsets = dict(zip(ids[order].tolist(), off_all[order].tolist()))
     poll.done()
     return Plan("greedy_by_size", offsets, total, alignment)
 
 
-def _compress_time(problem: PlanningProblem) -> tuple[np.ndarray, np.ndarray, int]:
+def _compress_time(first: np.ndarray, last: np.ndarray) -> tuple[np.ndarray, np.ndarray, int]:
     """Map usage intervals onto elementary time segments.
 
     Two buffers overlap exactly when their compressed intervals do, and every operator inside
@@ -328,7 +340,6 @@ def _compress_time(problem: PlanningProblem) -> tuple[np.ndarray, np.ndarray, in
         Shape (n,), int64: inclusive segment indices.
     num_segments : int
     """
-    _, first, last, _ = problem.arrays()
     points = np.unique(np.concatenate([first, last + 1]))
     cfirst = np.searchsorted(points, first)
     clast = np.searchsorted(points, last + 1) - 1
@@ -421,16 +432,22 @@ def plan_greedy_by_breadth(
     if n == 0:
         poll.done()
         return Plan("greedy_by_breadth", {}, 0, alignment, stats={"objects": 0})
-    first, last, m = _compress_time(problem)
-    _, _, _, size = problem.arrays()
+    ids, first, last, size = _problem_arrays(problem, poll)
+    first, last, m = _compress_time(first, last)
+    poll.check()
     # Operator (segment) breadth, and the reference's task order: non-increasing breadth,
     # ties by operator index.
-    diff = np.zeros(m + 1, dtype=np.int64)
-    np.add.at(diff, first, size)
-    np.add.at(diff, last + 1, -size)
-    breadth = np.cumsum(diff)[:m]
+    # breadth[t] = bytes of buffers with first <= t minus those with last < t.
+    seg = np.arange(m)
+    by_f, by_l = np.argsort(first, kind="stable"), np.argsort(last, kind="stable")
+    started = np.concatenate(([0], np.cumsum(size[by_f])))
+    ended = np.concatenate(([0], np.cumsum(size[by_l])))
+    breadth = (started[np.searchsorted(first[by_f], seg, side="right")]
+               - ended[np.searchsorted(last[by_l], seg, side="left")])
+    poll.check()
     task_pos = np.empty(m, dtype=np.int64)
     task_pos[np.argsort(-breadth, kind="stable")] = np.arange(m)
+    poll.check()
     # The reference walks each task's profile, largest first, skipping tensors that already
     # have an object; every other tensor gets one there. So a tensor is assigned at the first
     # task (in task order) of its interval, and tensors go in order of that task, then size
@@ -502,7 +519,9 @@ def plan_greedy_by_breadth(
         top = align_up(top, alignment)
         obj_offset.append(top)
         top += s
-    offsets = {b.id: (obj_offset[obj_of[i]] if b.size else 0) for i, b in enumerate(bufs)}
-    arena = max((offsets[b.id] + b.size for b in bufs), default=0)
+    poll.check()
+    off = np.where(size > 0, np.array(obj_offset, dtype=np.int64)[obj_of], 0)
+    offsets = dict(zip(ids.tolist(), off.tolist()))
+    arena = int((off + size).max())
     poll.done()
     return Plan("greedy_by_breadth", offsets, arena, alignment, stats={"objects": len(obj_size)})

@@ -24,7 +24,7 @@ from bisect import bisect_left, bisect_right
 
 import numpy as np
 
-from viewer.planning.greedy import _check_alignment, _Poll
+from viewer.planning.greedy import _check_alignment, _Poll, _problem_arrays
 from viewer.planning.registry import register
 from viewer.planning.types import DEFAULT_ALIGNMENT, Plan, PlanningProblem, align_up
 
@@ -91,9 +91,9 @@ def plan_strip_packing(
     alignment = _check_alignment(alignment)
     poll = _Poll(cancelled, progress, "strip packing")
     poll.check(0.0)
-    ids, first, last, size = problem.arrays()
+    ids, first, last, size = _problem_arrays(problem, poll)
     n = len(ids)
-    offsets: dict[int, int] = {int(i): 0 for i, s in zip(ids, size) if s == 0}
+    offsets: dict[int, int] = dict.fromkeys(ids[size == 0].tolist(), 0)
     todo_pos = np.flatnonzero(size > 0)
     if not len(todo_pos):
         poll.done()
