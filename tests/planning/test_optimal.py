@@ -10,7 +10,7 @@ import pytest
 
 from conftest import SHARED, shared_model, shared_model_names
 from viewer.errors import PlanCancelled, PlanningError
-from viewer.planning import Buffer, PlanningProblem, get_planner, verify_plan
+from viewer.planning import Buffer, Plan, PlanningProblem, get_planner, verify_plan
 from viewer.planning import _minimalloc as mm
 from viewer.planning.csv_io import read_problem_csv
 from viewer.planning.optimal import aligned_lower_bound, plan_optimal
@@ -154,8 +154,6 @@ def test_decision_search_matches_brute_force(ablate):
         problem = _problem(tuples)
         offs = {i: int(o) for i, o in enumerate(yes.offsets)}
         assert all(o % alignment == 0 for o in offs.values())
-        from viewer.planning.types import Plan
-
         verify_plan(problem, Plan("x", offs, max(offs[i] + s for i, (_, _, s) in enumerate(tuples)), alignment))
         assert max(offs[i] + s for i, (_, _, s) in enumerate(tuples)) <= opt
         no = mm.decide(start, end, size, opt - 1, alignment, params=params)
@@ -295,7 +293,6 @@ def test_proven_bound_never_beats_litert_runtime(name):
     to have proven can never exceed its span, and neither can our arena."""
     from viewer.analysis.intervals import analyze
     from viewer.model.reader import load_model
-    from viewer.planning.types import Plan
 
     path = shared_model(name)
     problem = analyze(load_model(path).subgraphs[0]).problem()
