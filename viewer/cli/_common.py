@@ -40,7 +40,12 @@ def planner_choice(name: str | None, *, include_exact_in_all: bool = False) -> l
     """``None``/"all" -> every default planner; else the named ones, comma-separated (validated later)."""
     if name is None or name == "all":
         return default_planner_names(include_exact=include_exact_in_all)
-    names = [n.strip() for n in name.split(",") if n.strip()]
+    names: list[str] = []
+    for n in (n.strip() for n in name.split(",")):
+        if n == "all":
+            names.extend(default_planner_names(include_exact=include_exact_in_all))
+        elif n:
+            names.append(n)
     return list(dict.fromkeys(names)) or default_planner_names(include_exact=include_exact_in_all)
 
 
