@@ -409,7 +409,12 @@ def plan_greedy_by_breadth(
         in bytes.
     alignment : int
         Every offset is a multiple of this many bytes.
-    progress, cancelled, time_limit
+    progress : callable, optional
+        ``progress(fraction, message)``, fraction in [0, 1]; called every few ms and with 1.0
+        at the end.
+    cancelled : callable, optional
+        Polled every few ms of work; when it returns true the planner stops.
+    time_limit
         Accepted for the common planner signature and ignored.
 
     Returns
@@ -423,6 +428,15 @@ def plan_greedy_by_breadth(
     ------
     viewer.errors.PlanningError
         When ``alignment`` is not a positive integer.
+    viewer.errors.PlanCancelled
+        When ``cancelled()`` returned true.
+
+    Notes
+    -----
+    The reference walks every operator's profile and tries every object per tensor. Here each
+    tensor's turn comes from a range minimum of task positions over its interval (a sparse
+    table), and objects are tried in the order of preference (size from the tensor's up, then
+    down), so the first free one is taken: O(n log n) plus the objects tried.
     """
     alignment = _check_alignment(alignment)
     poll = _Poll(cancelled, progress, "greedy by breadth")
@@ -436,8 +450,7 @@ def plan_greedy_by_breadth(
     first, last, m = _compress_time(first, last)
     poll.check()
     # Operator (segment) breadth, and the reference's task order: non-increasing breadth,
-    # ties by operator index.
-    # breadth[t] = bytes of buffers with first <= t minus those with last < t.
+    # ties by operator index. breadth[t] = bytes with first <= t minus bytes with last < t.
     seg = np.arange(m)
     by_f, by_l = np.argsort(first, kind="stable"), np.argsort(last, kind="stable")
     started = np.concatenate(([0], np.cumsum(size[by_f])))
