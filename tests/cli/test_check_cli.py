@@ -22,7 +22,7 @@ def chain(tmp_path):
 
 
 def arena_of(out: str) -> int:
-    line = next(x for x in out.splitlines() if "tensor arena (batch" in x)
+    line = next(x for x in out.splitlines() if "tensor arena at batch" in x)
     return int(line.split(":")[1].split("B")[0].replace(",", ""))
 
 
@@ -39,7 +39,7 @@ def test_over_budget_exit_1_prints_arena_budget_and_binding_operator(chain, caps
     rc, out, _ = run_cli(capsys, "check", str(chain), "--budget", "2KB")
     assert rc == 1
     assert "DOES NOT FIT in 2,000 B" in out
-    assert "tensor arena (batch 1)" in out and "binding (widest) operator: 1 ADD" in out
+    assert "tensor arena at batch 1" in out and "binding (widest) operator: 1 ADD" in out
     assert f"over budget by {arena_of(out) - 2000:,d} B" in out
 
 
@@ -81,7 +81,7 @@ def test_edits_change_the_verdict(chain, capsys):
     assert (rc, rc4, rc8) == (0, 1, 0)
     assert arena_of(out4) == 4 * arena_of(out1) == 4 * 3072
     assert arena_of(out8) == arena_of(out1)
-    assert "tensor arena (batch 4)" in out4 and "largest batch: 1" in out4
+    assert "tensor arena at batch 4" in out4 and "largest batch: 1" in out4
 
 
 @pytest.mark.shared
@@ -92,3 +92,115 @@ def test_mobilenet_budget_and_resolution_search(capsys):
     assert rc == 1
     assert "binding (widest) operator:" in out and "not counted" in out
     assert "largest square input that fits:" in out
+
+
+# -- what counts: the runtime's arena, persistent, other subgraphs (the runtime is the oracle) --
+def _json(capsys, *argv):
+    import json
+
+    rc, out, err = run_cli(capsys, *argv, "--json")
+    assert rc in (0, 1), err
+    return rc, json.loads(out)
+
+
+@pytest.mark.shared
+def test_unet_counts_the_runtimes_arena_with_kernel_temporaries(capsys):
+    from viewer.runtime.probe import probe_model
+
+    p = shared_model("unet_256.tflite")
+    probe = probe_model(p, check=True)
+    rc, r = _json(capsys, "check", str(p), "--budget", "32MiB")
+    assert rc == 1 and not r["fits"] and r["measured"]
+    assert r["arena_bytes"] == probe.arena_bytes > 32 << 20  # 124.8 MiB, not the planned 8x less
+    rc, out, _ = run_cli(capsys, "check", str(p), "--budget", "32MiB")
+    assert rc == 1 and "measured by LiteRT (kernel temporaries included)" in out
+    assert out.count("over budget by") == 1
+
+
+@pytest.mark.shared
+def test_fp16_weights_dequantized_at_prepare_count_as_persistent(capsys):
+    from viewer.runtime.probe import probe_model
+
+    p = shared_model("mobilenet_v2_224_fp16.tflite")
+    probe = probe_model(p, check=True)
+    persistent = sum(t.nbytes for t in probe.tensors
+                     if t.id in probe.outside and "persistent" in probe.outside[t.id])
+    assert persistent > 13 << 20
+    rc, r = _json(capsys, "check", str(p), "--budget", "14MiB")
+    assert rc == 1 and r["persistent_bytes"] == persistent
+    assert r["used_bytes"] == r["arena_bytes"] + persistent + r["weights_bytes"] + r["runtime_bytes"]
+    rc, out, _ = run_cli(capsys, "check", str(p), "--budget", "14MiB")
+    assert "+ persistent" in out and "largest batch: 0 (the fixed costs alone" in out
+
+
+@pytest.mark.shared
+def test_control_flow_subgraphs_are_counted(capsys):
+    p = shared_model("litert_testdata_multi_subgraphs_while.tflite")
+    rc, r = _json(capsys, "check", str(p), "--budget", "1MiB")
+    assert {s["index"] for s in r["other_subgraphs"]} == {1, 2}
+    assert r["other_subgraphs_bytes"] == sum(s["arena_bytes"] for s in r["other_subgraphs"]) > 0
+    assert r["used_bytes"] == (r["arena_bytes"] + r["persistent_bytes"] + r["other_subgraphs_bytes"]
+                               + r["weights_bytes"] + r["runtime_bytes"])
+    rc, out, _ = run_cli(capsys, "check", str(p), "--budget", "1MiB")
+    assert "other subgraphs' arenas" in out and "subgraph 1 (" in out
+    assert "largest batch: 0 (not estimated: the model's inputs have no batch dimension)" in out
+
+
+def test_no_measure_says_temporaries_are_missing(chain, capsys):
+    rc, out, _ = run_cli(capsys, "check", str(chain), "--budget", "1MiB", "--no-measure")
+    assert rc == 0
+    assert "kernel temporaries are missing" in out and "kernel temporaries NOT included" in out
+    rc, out, _ = run_cli(capsys, "check", str(chain), "--budget", "1MiB")
+    assert "measured by LiteRT" in out
+
+
+def test_over_budget_said_once_and_batch_zero_explained(chain, capsys):
+    rc, out, _ = run_cli(capsys, "check", str(chain), "--budget", "2KB")
+    assert rc == 1 and out.count("over budget by") == 1
+    assert "largest batch: 0 (not even one example fits)" in out
+
+
+@pytest.mark.parametrize("argv, msg", [
+    (["--time-limit", "0"], "--time-limit 0"),
+    (["--time-limit", "inf"], "--time-limit inf"),
+    (["--budget", "99999999999999999999999TiB"], "too large"),
+])
+def test_bad_limits_are_one_line(chain, capsys, argv, msg):
+    full = ["--budget", "1MiB", *argv] if argv[0] != "--budget" else argv
+    rc, out, err = run_cli(capsys, "check", str(chain), *full)
+    assert rc == 2 and msg in err and err.count("\n") == 1
+
+
+def test_help_lists_best(capsys):
+    rc = main(["check", "--help"])
+    out, _ = capsys.readouterr()
+    assert rc == 0 and "best" in out and "--no-measure" in out and "--json" in out
+
+
+def test_find_resolution_says_not_an_image_model(tmp_path, capsys):
+    from tests.tflite_builder import add_chain as chain_of
+
+    p = write(tmp_path, "flat.tflite", chain_of(2, shape=(1, 16)))
+    rc, out, _ = run_cli(capsys, "check", str(p), "--budget", "1MiB", "--find-resolution", "--no-measure")
+    assert rc == 0 and "not an image model" in out
+
+
+@pytest.mark.shared
+@pytest.mark.slow
+def test_find_resolution_is_the_true_largest_per_the_runtime(capsys):
+    """mobilenet_v2_224_int8, 4 MiB, weights mapped: the side found fits in the runtime's arena
+    and the next side does not (352 was reported before; 356 fits)."""
+    from viewer.runtime.probe import probe_model
+
+    p = shared_model("mobilenet_v2_224_int8.tflite")
+    rc, r = _json(capsys, "check", str(p), "--budget", "4MiB", "--weights", "mapped", "--find-resolution")
+    side = r["find_resolution"]["side"]
+    assert side >= 356
+    limit = 4 << 20
+    at = probe_model(p, input_shapes={0: (1, side, side, 3)}, check=True)
+    above = probe_model(p, input_shapes={0: (1, side + 1, side + 1, 3)}, check=True)
+    assert at.arena_bytes <= limit < above.arena_bytes
+    # with --rescale-fixed-sizes too (no --input-shape needed)
+    rc, out, err = run_cli(capsys, "check", str(p), "--budget", "4MiB", "--weights", "mapped",
+                           "--find-resolution", "--rescale-fixed-sizes", "--no-measure")
+    assert rc == 0 and "largest square input that fits: 3" in out, err

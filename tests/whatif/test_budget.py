@@ -72,3 +72,33 @@ def test_square_search_on_mobilenet_is_tight():
     nxt = plan_arena(m, 0, WhatIfEdits(input_shapes={"": (side + 8, side + 8)}), "greedy_by_size",
                      shape_source="inferred")[1]
     assert nxt.arena_bytes > avail
+
+
+def test_search_every_side_not_multiples_of_8():
+    from viewer.whatif.budget import search_largest_square
+
+    r = search_largest_square(lambda s: s * s, 1000)
+    assert (r.side, r.total_bytes) == (31, 961) and r.monotone
+    assert r.checked_above == tuple(range(32, 40))
+    assert search_largest_square(lambda s: s * s if s % 4 == 0 else None, 1000).side == 28
+    assert search_largest_square(lambda s: s * s, 0).side == 0
+
+
+def test_search_resumes_above_a_side_that_fits_after_a_dip():
+    from viewer.whatif.budget import search_largest_square
+
+    # Bisection lands on 31; side 35 (one by one above it) also fits: the answer is 35 and the
+    # search says the bytes were not monotone.
+    r = search_largest_square(lambda s: 10 if s == 35 else s * s, 1000, max_side=100)
+    assert r.side == 35 and not r.monotone and "WARNING" in r.note
+
+
+def test_lines_give_each_term_once_and_explain_batch_zero():
+    r = budget_report(60, arena_bytes=16, weights_bytes=40, runtime_bytes=12, persistent_bytes=5,
+                      other_subgraphs_bytes=3)
+    text = "\n".join(r.lines())
+    assert r.used_bytes == 76 and text.count("over budget by") == 1
+    assert "+ persistent" in text and "+ other subgraphs' arenas" in text
+    assert "largest batch: 0 (the fixed costs alone" in text
+    r = budget_report(100, arena_bytes=16, batch_scales=False)
+    assert "largest batch: 0 (not estimated: the model's inputs have no batch dimension)" in r.lines()

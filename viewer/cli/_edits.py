@@ -61,7 +61,7 @@ def parse_shape(text: str) -> tuple[int, ...]:
     return dims
 
 
-def edits_from_args(args: argparse.Namespace) -> WhatIfEdits:
+def edits_from_args(args: argparse.Namespace, *, rescale_needs_shape: bool = True) -> WhatIfEdits:
     """The :class:`WhatIfEdits` the flags describe (empty when none was given).
 
     Raises
@@ -69,6 +69,8 @@ def edits_from_args(args: argparse.Namespace) -> WhatIfEdits:
     viewer.errors.UsageError
         An unreadable shape, a batch that is not an integer >= 1, an unknown dtype, a
         ``--tensor-dtype`` that is not ``ID=DTYPE``, or the same input given twice.
+        ``--rescale-fixed-sizes`` without ``--input-shape`` unless ``rescale_needs_shape`` is
+        False (``check --find-resolution`` supplies the shape itself).
     """
     shapes: dict[str | int, tuple[int, ...]] = {}
     for item in getattr(args, "input_shape", None) or []:
@@ -102,7 +104,7 @@ def edits_from_args(args: argparse.Namespace) -> WhatIfEdits:
             )
         tdt[int(idx)] = dt
     rescale = bool(getattr(args, "rescale_fixed_sizes", False))
-    if rescale and not shapes:
+    if rescale and not shapes and rescale_needs_shape:
         raise UsageError("--rescale-fixed-sizes needs --input-shape")
     return WhatIfEdits(input_shapes=shapes, batch=batch, activation_dtype=act, tensor_dtypes=tdt,
                        rescale_fixed_sizes=rescale)

@@ -15,7 +15,7 @@ conservative answer.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Callable, Iterable
+from typing import Callable, Iterable, Mapping
 
 from viewer.units import format_bytes
 
@@ -72,25 +72,37 @@ class BudgetReport:
     binding_op_name: str = ""
     message: str = ""
     extra: dict = field(default_factory=dict, compare=False)
+    persistent_bytes: int = 0
+    other_subgraphs_bytes: int = 0
+    arena_label: str = ""
+    largest_batch_note: str = ""
 
     def lines(self) -> list[str]:
-        """Human lines, one figure each (bytes and a binary unit)."""
-        def f(n: int) -> str:
-            return f"{n:,d} B ({format_bytes(n)})"
+        """Human lines, one figure each (bytes and a binary unit); each term of the sum once.
 
-        out = [
-            f"tensor arena (batch {self.batch}): {f(self.arena_bytes)}",
-            f"runtime overhead: {f(self.runtime_bytes)}",
-            f"weights ({'copied, counted' if self.weights_counted else 'mapped: page cache, reclaimable, not counted'}): "
-            f"{f(self.weights_bytes)}",
-            f"used: {f(self.used_bytes)} of {f(self.limit_bytes)}",
+        ``message`` is not repeated here (a caller shows it apart, e.g. as a coloured title).
+        """
+        def f(n: int) -> str:
+            return f"{n:,d} B" + (f" ({format_bytes(n)})" if abs(n) >= 1024 else "")
+
+        label = self.arena_label or f"tensor arena (batch {self.batch})"
+        out = [f"{label}: {f(self.arena_bytes)}"]
+        if self.persistent_bytes:
+            out.append(f"+ persistent (outside the arena: prepare-time outputs, variables): "
+                       f"{f(self.persistent_bytes)}")
+        if self.other_subgraphs_bytes:
+            out.append(f"+ other subgraphs' arenas (control flow): {f(self.other_subgraphs_bytes)}")
+        out += [
+            f"+ runtime overhead: {f(self.runtime_bytes)}",
+            (f"+ weights (copied, counted): {f(self.weights_bytes)}" if self.weights_counted else
+             f"  weights (mapped: page cache, reclaimable, not counted): {f(self.weights_bytes)}"),
+            f"= used: {f(self.used_bytes)} of {f(self.limit_bytes)}",
             (f"headroom: {f(self.headroom_bytes)}" if self.fits else f"over budget by {f(-self.headroom_bytes)}"),
-            f"largest batch: {self.largest_batch}",
+            f"largest batch: {self.largest_batch}"
+            + (f" ({self.largest_batch_note})" if self.largest_batch_note else ""),
         ]
         if self.binding_op >= 0:
             out.append(f"binding (widest) operator: {self.binding_op} {self.binding_op_name}")
-        if self.message:
-            out.append(self.message)
         return out
 
 
@@ -133,41 +145,68 @@ def budget_report(
     weights_mode: str = "copied",
     binding_op: int = -1,
     binding_op_name: str = "",
+    persistent_bytes: int = 0,
+    other_subgraphs_bytes: int = 0,
+    arena_label: str = "",
+    batch_scales: bool = True,
 ) -> BudgetReport:
     """Fit ``arena_bytes`` (planned at ``batch``) plus fixed costs into ``limit_bytes``.
+
+    ``used = arena + persistent + other subgraphs' arenas + runtime (+ weights when copied)``.
+    Persistent bytes and the other subgraphs' arenas are treated as fixed (not growing with
+    the batch) when the largest batch is estimated.
 
     Worked example (tests/whatif/test_budget.py): 10 float32 parameters (40 B weights, copied),
     8 B of activations per example, 12 B runtime, a 100 B limit: batch 2 uses 40 + 12 + 16 =
     68 B, 32 B headroom; the largest batch is floor((100 - 40 - 12) / 8) = 6.
+
+    Parameters
+    ----------
+    batch_scales : bool
+        False when the model's inputs have no batch dimension: the largest batch is then 0 with
+        a note saying so.
 
     Raises
     ------
     ValueError
         Negative sizes, ``batch < 1`` or an unknown ``weights_mode``.
     """
-    if min(limit_bytes, arena_bytes, weights_bytes, runtime_bytes) < 0:
+    if min(limit_bytes, arena_bytes, weights_bytes, runtime_bytes, persistent_bytes,
+           other_subgraphs_bytes) < 0:
         raise ValueError("sizes must be >= 0 bytes")
     if batch < 1:
         raise ValueError(f"batch must be >= 1, got {batch}")
-    fixed = fixed_bytes(weights_bytes, runtime_bytes, weights_mode)
+    extra_fixed = int(persistent_bytes) + int(other_subgraphs_bytes)
+    fixed = fixed_bytes(weights_bytes, runtime_bytes, weights_mode) + extra_fixed
     used = fixed + int(arena_bytes)
     headroom = int(limit_bytes) - used
     per = -(-int(arena_bytes) // int(batch))
-    lb = largest_batch(limit_bytes, weights_bytes, runtime_bytes, per, weights_mode)
+    lb = largest_batch(limit_bytes - extra_fixed, weights_bytes, runtime_bytes, per, weights_mode)
+    parts = ["runtime"] + (["weights"] if weights_mode == "copied" else []) \
+        + (["persistent"] if persistent_bytes else []) + (["other subgraphs"] if other_subgraphs_bytes else [])
     if fixed > limit_bytes:
-        msg = (
-            f"the fixed costs alone ({format_bytes(fixed)}: runtime"
-            f"{' + weights' if weights_mode == 'copied' else ''}) exceed the {format_bytes(limit_bytes)} limit; "
-            "no batch fits"
-        )
+        msg = (f"the fixed costs alone ({format_bytes(fixed)}: {' + '.join(parts)}) exceed the "
+               f"{format_bytes(limit_bytes)} limit; no batch fits")
+        note = f"the fixed costs alone, {format_bytes(fixed)} ({' + '.join(parts)}), exceed the limit"
     elif headroom >= 0:
         msg = f"fits with {format_bytes(headroom)} headroom"
+        note = ""
     else:
         msg = f"over budget by {format_bytes(-headroom)}"
+        note = ""
+    if not batch_scales:
+        lb, note = 0, "not estimated: the model's inputs have no batch dimension"
+    elif lb == 0 and not note:
+        note = ("not even one example fits" if per > 0 else
+                "not estimated: the arena is 0 bytes")
+    elif not note:
+        note = "assumes the arena grows linearly with the batch"
     return BudgetReport(
         int(limit_bytes), int(weights_bytes), weights_mode == "copied", int(runtime_bytes),
         int(arena_bytes), int(batch), used, headroom, headroom >= 0, per, lb,
         binding_op, binding_op_name, msg,
+        persistent_bytes=int(persistent_bytes), other_subgraphs_bytes=int(other_subgraphs_bytes),
+        arena_label=arena_label, largest_batch_note=note,
     )
 
 
@@ -227,6 +266,116 @@ def largest_square_resolution(
         else:
             hi = k - 1
     return best
+
+
+@dataclass(frozen=True)
+class SquareSearch:
+    """The answer of :func:`search_largest_square`.
+
+    Attributes
+    ----------
+    side : int
+        Largest side (pixels) found to fit; 0 when none does.
+    total_bytes : int or None
+        What counted at that side (bytes); None when none fits.
+    evaluated : Mapping[int, int or None]
+        Every side tried -> its bytes (None: the model does not take that side).
+    monotone : bool
+        The bytes grew (weakly) with the side over every side tried.
+    checked_above : tuple of int
+        Sides above ``side`` tried one by one after the bisection, none of which fits.
+    note : str
+        One line saying how the answer was searched and what was verified.
+    """
+
+    side: int
+    total_bytes: int | None
+    evaluated: Mapping[int, int | None]
+    monotone: bool
+    checked_above: tuple[int, ...]
+    note: str
+
+
+def search_largest_square(
+    total_at: Callable[[int], int | None],
+    available_bytes: int,
+    *,
+    min_side: int = 1,
+    max_side: int = 4096,
+    verify_above: int = 8,
+    progress: Callable[[int, int | None, bool | None], None] | None = None,
+) -> SquareSearch:
+    """Largest square side in ``[min_side, max_side]`` (every integer, step 1) that fits.
+
+    Bisection on "fits" (``total_at(side) <= available_bytes``), valid when the bytes grow
+    with the side; that is then checked, not assumed: the sides ``side + 1 .. side +
+    verify_above`` are tried one by one and the bisection resumes above any that fits, and
+    :attr:`SquareSearch.monotone` tells whether every side tried kept the order. A side the
+    model rejects (``total_at`` returns None) is skipped for the nearest taken side below.
+
+    Parameters
+    ----------
+    total_at : callable
+        side -> bytes at ``side x side`` (None when the model takes no such input).
+    available_bytes : int
+    progress : callable, optional
+        ``progress(side, bytes or None, fits or None)`` after each evaluation.
+    """
+    cache: dict[int, int | None] = {}
+
+    def at(k: int) -> int | None:
+        if k not in cache:
+            cache[k] = total_at(k)
+            if progress is not None:
+                v = cache[k]
+                progress(k, v, None if v is None else v <= available_bytes)
+        return cache[k]
+
+    def fits(k: int) -> bool | None:
+        v = at(k)
+        return None if v is None else v <= available_bytes
+
+    best = 0
+
+    def bisect(lo: int, hi: int) -> None:
+        nonlocal best
+        while lo <= hi:
+            mid = (lo + hi) // 2
+            k, ok = mid, fits(mid)
+            while ok is None and k > lo:  # rejected: the nearest side below it takes
+                k -= 1
+                ok = fits(k)
+            if ok is None:
+                lo = mid + 1
+            elif ok:
+                best = max(best, k)
+                lo = mid + 1
+            else:
+                hi = k - 1
+
+    bisect(min_side, max_side)
+    checked: list[int] = []
+    while True:
+        start = best + 1 if best else min_side
+        found = 0
+        for k in range(start, min(start + verify_above, max_side + 1)):
+            checked.append(k)
+            if fits(k):
+                found = k
+        if not found:
+            break
+        best = found
+        bisect(found + 1, max_side)
+    seen = sorted((k, v) for k, v in cache.items() if v is not None)
+    monotone = all(a[1] <= b[1] for a, b in zip(seen, seen[1:]))
+    above = tuple(k for k in checked if k > best)
+    span = f"{above[0]}..{above[-1]}" if above else "none"
+    note = (f"searched every side {min_side}..{max_side} (step 1) by bisection over {len(cache)} "
+            f"evaluations; sides above the answer tried one by one: {span}; ")
+    note += ("bytes grew with the side at every side tried" if monotone else
+             "WARNING: bytes did not grow monotonically with the side, so a larger side "
+             "outside those tried may fit")
+    return SquareSearch(best, cache.get(best) if best else None, dict(cache), monotone, above, note)
 
 
 # -- model-level helpers (planner in the loop) -------------------------------------------------
