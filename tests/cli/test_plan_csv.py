@@ -176,3 +176,40 @@ def test_exported_model_problem_replans_the_same(tmp_path, capsys):
     assert from_csv["lower_bound_bytes"] == from_model["lower_bound_bytes"]
     for name, plan in from_csv["plans"].items():
         assert plan["arena_bytes"] == from_model["plans"][name]["arena_bytes"], name
+
+
+def test_one_buffer_singular_one_decimal_units_and_proof_label(tmp_path, capsys):
+    p = write(tmp_path, "id,lower,upper,size\na,0,10,1536\n")
+    rc, out, err = run_cli(capsys, "plan-csv", str(p), "--planner", "litert,optimal")
+    assert rc == 0, err
+    assert "(1 buffer," in out and "1 buffers" not in out
+    assert "1.5 KiB" in out and "1.500 KiB" not in out
+    opt = next(ln for ln in out.splitlines() if ln.startswith("optimal"))
+    assert "(proven optimal)" in opt
+    assert not any(ln.startswith(("naive", "greedy")) for ln in out.splitlines())  # only those named
+
+
+def test_not_proven_label_gives_bound_and_gap():
+    from viewer.cli.plan_csv import _proof
+    from viewer.planning.types import Plan
+
+    plan = Plan("optimal", {0: 0}, 1100, 1, proven_optimal=False, bound_bytes=1000)
+    assert _proof("optimal", plan) == "(not proven: bound 1000 B, gap 10.0%)"
+    assert _proof("greedy_by_size", Plan("greedy_by_size", {0: 0}, 1100, 1)) == ""
+
+
+@pytest.mark.parametrize("argv, needle", [
+    (["--time-limit", "0"], "--time-limit 0"),
+    (["--time-limit", "nan"], "--time-limit nan"),
+    (["--planner", "litert,bogus"], "unknown planner 'bogus'"),
+])
+def test_limits_and_planner_lists_are_one_line(tmp_path, capsys, argv, needle):
+    p = write(tmp_path, INPUT_12)
+    rc, out, err = run_cli(capsys, "plan-csv", str(p), *argv)
+    assert rc == 2 and needle in err and err.count("\n") == 1
+
+
+def test_huge_size_is_exit_2_not_an_overflow(tmp_path, capsys):
+    p = write(tmp_path, "id,lower,upper,size\na,0,10,99999999999999999999999\n")
+    rc, out, err = run_cli(capsys, "plan-csv", str(p))
+    assert rc == 2 and "line 2" in err and str(p) in err and "internal error" not in err

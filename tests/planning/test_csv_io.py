@@ -120,3 +120,45 @@ def test_reads_shared_minimalloc_benchmark():
     assert len(set(names)) == len(names)
     # MiniMalloc proves 1048576 feasible, so the widest time step fits in it.
     assert 0 < problem.lower_bound() <= 1048576
+
+
+@pytest.mark.parametrize("row, needle", [
+    ("a,0,10,99999999999999999999999", "line 2: size 99999999999999999999999 is too large"),
+    ("a,0,999999999999999999,10", "line 2: upper 999999999999999999 is too large"),
+    (f"a,0,10,{(1 << 53) + 1}", "is too large (at most 2**53"),
+    ("a,0,10,5,7", "line 2: 5 fields, the header has 4"),
+])
+def test_out_of_range_and_extra_fields_name_file_and_row(tmp_path, row, needle):
+    p = _write(tmp_path, "id,lower,upper,size\n" + row + "\n")
+    with pytest.raises(PlanningError) as e:
+        read_problem_csv(p)
+    assert needle in str(e.value) and str(p) in str(e.value) and "\n" not in str(e.value)
+
+
+def test_sizes_summing_past_2_62_are_rejected(tmp_path):
+    rows = "".join(f"b{i},0,1,{1 << 53}\n" for i in range(513))  # 513 * 2**53 > 2**62
+    with pytest.raises(PlanningError, match="more than 2\\*\\*62"):
+        read_problem_csv(_write(tmp_path, "id,lower,upper,size\n" + rows))
+
+
+def test_the_limits_themselves_are_taken_and_planned_without_a_time_axis(tmp_path):
+    import tracemalloc
+
+    from viewer.planning.run import run_planners
+    from viewer.planning.verify import verify_plan
+
+    big = 1 << 53
+    p = _write(tmp_path, f"id,lower,upper,size\na,0,{big},{big}\nb,5,7,3\nc,{big - 10},{big},7\n")
+    problem, _ = read_problem_csv(p)
+    tracemalloc.start()
+    try:
+        plans = run_planners(problem, ["naive", "litert", "greedy_by_size", "greedy_by_breadth",
+                                       "strip_packing", "optimal"], 1, time_limit=5)
+        assert problem.lower_bound() == big + 7
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert peak < 64 << 20  # nothing proportional to the 2**53-step time range
+    for plan in plans.values():
+        verify_plan(problem, plan)
+    assert plans["optimal"].arena_bytes == big + 7 and plans["optimal"].proven_optimal

@@ -10,11 +10,13 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import sys
 
 from viewer.cli._common import known_planners_help, planner_choice
 from viewer.errors import UsageError
 from viewer.planning.csv_io import read_problem_csv
+from viewer.planning.registry import get_planner
 from viewer.planning.run import best_plan_name, run_planners
 from viewer.units import format_bytes
 
@@ -43,17 +45,28 @@ def add_parser(sub) -> None:
 
 
 def _planner_names(text: str) -> list[str]:
-    names: list[str] = []
-    for part in str(text).split(","):
-        part = part.strip()
-        if not part:
-            continue
-        for n in planner_choice(part):
-            if n not in names:
-                names.append(n)
-    if not names:
-        raise UsageError(f"--planner {text!r} names no planner; known: {known_planners_help()}")
+    """``--planner`` as ``plan`` reads it (:func:`planner_choice`), checked before the CSV is read."""
+    names = planner_choice(text)
+    for n in names:
+        get_planner(n)  # unknown: PlanningError naming it and the known ones
     return names
+
+
+def _proof(name: str, plan) -> str:
+    """"(proven optimal)" or "(not proven: bound X, gap Y%)" for exact planner ``name``; else ""."""
+    if plan.proven_optimal:
+        return "(proven optimal)"
+    if not get_planner(name).exact:
+        return ""
+    bound = plan.bound_bytes
+    if not bound:
+        return "(not proven: no bound)"
+    gap = 100.0 * (plan.arena_bytes - bound) / bound
+    return f"(not proven: bound {format_bytes(bound)}, gap {gap:.1f}%)"
+
+
+def _count(n: int, noun: str) -> str:
+    return f"{n:,d} {noun}" + ("" if n == 1 else "s")
 
 
 def run(args: argparse.Namespace) -> int:
@@ -70,12 +83,14 @@ def run(args: argparse.Namespace) -> int:
         Bad CSV (missing file, bad header, non-integer field, ``upper <= lower``, negative
         size) or an unknown planner: one line naming the file or planner.
     viewer.errors.UsageError
-        ``--alignment`` below 1 or a negative ``--time-limit``.
+        ``--alignment`` below 1 (or above 1 GiB), or a ``--time-limit`` that is not a positive,
+        finite number of seconds.
     """
-    if args.alignment < 1:
-        raise UsageError(f"--alignment must be a positive number of bytes, not {args.alignment}")
-    if args.time_limit is not None and not args.time_limit > 0:
-        raise UsageError(f"--time-limit must be a positive number of seconds, not {args.time_limit}")
+    if not 1 <= args.alignment <= 1 << 30:
+        raise UsageError(f"--alignment must be a positive number of bytes up to 1 GiB, not {args.alignment}")
+    if args.time_limit is not None and not (math.isfinite(args.time_limit) and args.time_limit > 0):
+        raise UsageError(f"--time-limit {args.time_limit:g}: need a positive, finite number of seconds "
+                         "(e.g. 10; omit it for no limit)")
     names = _planner_names(args.planner)
     problem, ids = read_problem_csv(args.problem)
     lower = problem.lower_bound()
@@ -93,6 +108,7 @@ def run(args: argparse.Namespace) -> int:
                     "offsets": {ids[b.id]: int(plan.offsets[b.id]) for b in problem.buffers},
                     "seconds": float(plan.stats.get("seconds", 0.0)),
                     "proven_optimal": bool(plan.proven_optimal),
+                    "bound_bytes": None if plan.bound_bytes is None else int(plan.bound_bytes),
                 }
                 for name, plan in plans.items()
             },
@@ -102,16 +118,16 @@ def run(args: argparse.Namespace) -> int:
         sys.stdout.write("\n")
         return 0
     out = sys.stdout.write
-    out(f"{args.problem}  ({len(problem.buffers)} buffers, alignment {args.alignment})\n")
-    out(f"lower bound {lower:,d} B ({format_bytes(lower, 3)})\n")
-    out(f"{'planner':<20}{'arena (bytes)':>16}{'arena':>13}{'/ lower bound':>15}{'time (s)':>11}\n")
+    out(f"{args.problem}  ({_count(len(problem.buffers), 'buffer')}, alignment {args.alignment})\n")
+    out(f"lower bound {lower:,d} B" + (f" ({format_bytes(lower)})" if lower >= 1024 else "") + "\n")
+    out(f"{'planner':<20}{'arena (bytes)':>28}{'arena':>12}{'/ lower bound':>15}{'time (s)':>11}\n")
     for name, plan in plans.items():
         ratio = f"{plan.arena_bytes / lower:.3f}x" if lower else "-"
-        mark = "  proven optimal" if plan.proven_optimal else ""
+        proof = _proof(name, plan)
         star = " *" if name == best else ""
         out(
-            f"{name + star:<20}{plan.arena_bytes:>16,d}{format_bytes(plan.arena_bytes, 3):>13}"
-            f"{ratio:>15}{plan.stats.get('seconds', 0.0):>11.3f}{mark}\n"
+            f"{name + star:<20}{plan.arena_bytes:>28,d}{format_bytes(plan.arena_bytes):>12}"
+            f"{ratio:>15}{plan.stats.get('seconds', 0.0):>11.3f}{'  ' + proof if proof else ''}\n"
         )
     out("* smallest arena\n")
     return 0

@@ -19,13 +19,30 @@ from viewer.planning.types import Buffer, Plan, PlanningProblem
 REQUIRED_COLUMNS = ("id", "lower", "upper", "size")
 
 
+#: Largest ``lower``, ``upper`` or ``size`` taken: 2**53. Planners add sizes and offsets in
+#: int64 (and some in float64, exact up to 2**53), so this leaves headroom for sums.
+MAX_FIELD = 1 << 53
+#: Largest sum of sizes taken (every offset stays below it): 2**62 bytes.
+MAX_TOTAL = 1 << 62
+
+
 def _int_field(path: Path, line: int, column: str, text: str | None) -> int:
+    t = str(text).strip()
+    if len(t) > 40:
+        t_show = t[:20] + "..."
+    else:
+        t_show = t
     try:
-        return int(str(text).strip())
+        v = int(t)
     except (TypeError, ValueError):
         raise PlanningError(
-            f"{path}: line {line}: column {column!r} is {text!r}, not an integer"
+            f"{path}: line {line}: column {column!r} is {t_show!r}, not an integer"
         ) from None
+    if v > MAX_FIELD:
+        raise PlanningError(
+            f"{path}: line {line}: {column} {t_show} is too large (at most 2**53 = {MAX_FIELD:,d})"
+        )
+    return v
 
 
 def read_problem_csv(path: str | Path) -> tuple[PlanningProblem, list[str]]:
@@ -36,8 +53,9 @@ def read_problem_csv(path: str | Path) -> tuple[PlanningProblem, list[str]]:
     path : str or Path
         A CSV file with a header naming at least ``id, lower, upper, size``. ``lower`` and
         ``upper`` bound a half-open usage interval ``[lower, upper)`` (time steps, >= 0,
-        ``upper > lower``); ``size`` is in bytes (>= 0). An ``offset`` column, if present,
-        is ignored.
+        ``upper > lower``, at most 2**53); ``size`` is in bytes (>= 0, at most 2**53). An
+        ``offset`` column, if present, is ignored. Nothing is allocated in proportion to the
+        time range.
 
     Returns
     -------
@@ -51,7 +69,9 @@ def read_problem_csv(path: str | Path) -> tuple[PlanningProblem, list[str]]:
     ------
     viewer.errors.PlanningError
         One line naming the file (and line) and what is wrong: unreadable file, missing
-        column, non-integer field, negative value, ``upper <= lower``, duplicate id.
+        column, a row with fewer or more fields than the header, non-integer field, negative
+        value, a value above 2**53 (:data:`MAX_FIELD`), sizes summing above 2**62, ``upper <=
+        lower``, duplicate id.
     """
     path = Path(path)
     try:
@@ -77,7 +97,7 @@ def read_problem_csv(path: str | Path) -> tuple[PlanningProblem, list[str]]:
     seen: dict[str, int] = {}
     for k, row in enumerate(rows[1:]):
         line = k + 2
-        if len(row) < len(header):
+        if len(row) != len(header):
             raise PlanningError(
                 f"{path}: line {line}: {len(row)} fields, the header has {len(header)}"
             )
@@ -103,6 +123,12 @@ def read_problem_csv(path: str | Path) -> tuple[PlanningProblem, list[str]]:
             raise PlanningError(f"{path}: line {line}: size {size} is negative")
         buffers.append(Buffer(id=len(buffers), first=lower, last=upper - 1, size=size))
         names.append(name)
+    total = sum(b.size for b in buffers)
+    if total > MAX_TOTAL:
+        raise PlanningError(
+            f"{path}: the sizes add up to {total:,d} bytes, more than 2**62: no arena that large "
+            "can be planned in 64-bit offsets"
+        )
     num_ops = max((b.last + 1 for b in buffers), default=0)
     return PlanningProblem(tuple(buffers), num_ops), names
 
