@@ -145,3 +145,37 @@ def test_reorder_a_real_model_end_to_end(tmp_path, capsys):
         it.invoke()
     for da, db in zip(it_a.get_output_details(), it_b.get_output_details()):
         np.testing.assert_array_equal(it_a.get_tensor(da["index"]), it_b.get_tensor(db["index"]))
+
+
+@pytest.mark.parametrize("value", ["0", "nan", "inf"])
+def test_time_limit_must_be_positive_with_a_hint(tmp_path, capsys, value):
+    src = write(tmp_path, "m.tflite", add_chain(2))
+    rc, out, err = run_cli(capsys, "reorder", str(src), "-o", str(tmp_path / "o.tflite"), f"--time-limit={value}")
+    assert rc == 2 and "--time-limit" in err and "positive" in err and err.count("\n") == 1
+
+
+def test_incomplete_search_is_not_called_a_proof(tmp_path, capsys, monkeypatch):
+    """A search cut short without a better order must not claim that none exists."""
+    import viewer.cli.reorder as cli
+    from viewer.whatif.reorder import ReorderResult
+
+    src = write(tmp_path, "m.tflite", add_chain(3))
+    n = 3
+
+    def cut_short(sg, time_limit=None, **kw):
+        return ReorderResult(tuple(range(n)), 100, 100, (), False, {"method": "beam", "seconds": 0.0})
+
+    monkeypatch.setattr(cli, "reorder", cut_short)
+    rc, out, err = run_cli(capsys, "reorder", str(src), "-o", str(tmp_path / "o.tflite"), "--time-limit", "0.001")
+    assert rc == 0, err
+    assert "no better order found within the time limit (search incomplete" in out
+    assert "no operator order lowers" not in out
+
+
+@pytest.mark.shared
+def test_conformer_tiny_time_limit_does_not_claim_no_saving(tmp_path, capsys):
+    src = shared_model("litert_test_torchaudio_conformer.tflite")
+    rc, out, err = run_cli(capsys, "reorder", str(src), "-o", str(tmp_path / "o.tflite"), "--time-limit", "0.0001")
+    assert rc == 0, err
+    assert "no operator order lowers the lower bound" not in out
+    assert "search incomplete" in out or "moved" in out

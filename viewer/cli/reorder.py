@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import math
 import os
 import sys
 from pathlib import Path
@@ -32,14 +33,15 @@ def add_parser(sub) -> None:
                    help="where to write the reordered .tflite (never the input file)")
     p.add_argument("--subgraph", type=int, default=0, metavar="N", help="subgraph index (default 0)")
     p.add_argument("--time-limit", type=float, default=10.0, metavar="S",
-                   help="seconds for the search (default 10); the best order found by then is used")
+                   help="seconds for the search, > 0 (default 10); the best order found by then is used")
     p.set_defaults(run=run)
 
 
 def run(args: argparse.Namespace) -> int:
     src, dst = Path(args.model), Path(args.output)
-    if args.time_limit is None or not args.time_limit >= 0:  # also rejects NaN
-        raise UsageError(f"--time-limit {args.time_limit}: must be a number of seconds >= 0")
+    if args.time_limit is None or not (math.isfinite(args.time_limit) and args.time_limit > 0):
+        raise UsageError(f"--time-limit {args.time_limit:g}: need a positive, finite number of seconds "
+                         "(e.g. 10, the default; 0.1 for a quick look)")
     if dst.is_dir():
         raise UsageError(f"{dst}: is a directory; -o needs a file name")
     if dst.exists() and src.exists() and os.path.samefile(src, dst):
@@ -69,7 +71,11 @@ def run(args: argparse.Namespace) -> int:
         if len(res.moved_ops) > MAX_LISTED:
             out(f"    ... {len(res.moved_ops) - MAX_LISTED} more\n")
         out(f"wrote {dst} ({written:,d} bytes)\n")
+    elif res.exact:
+        out("  no operator order lowers the lower bound (search complete); the original order is kept\n")
+        out(f"wrote {dst} (an unchanged copy, {written:,d} bytes)\n")
     else:
-        out("  no operator order lowers the lower bound; the original order is kept\n")
+        out("  no better order found within the time limit (search incomplete; try a larger "
+            "--time-limit); the original order is kept\n")
         out(f"wrote {dst} (an unchanged copy, {written:,d} bytes)\n")
     return 0
