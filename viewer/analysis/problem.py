@@ -62,11 +62,18 @@ class PlanningProblem:
 
     def arrays(self) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
         """Return ``(ids, first, last, size)`` as int64 arrays of shape (n,)."""
-        n = len(self.buffers)
-        out = np.empty((4, n), dtype=np.int64)
-        for i, b in enumerate(self.buffers):
-            out[0, i], out[1, i], out[2, i], out[3, i] = b.id, b.first, b.last, b.size
-        return out[0], out[1], out[2], out[3]
+        cache = self.__dict__.get("_arrays")
+        if cache is None:
+            n = len(self.buffers)
+            flat = np.fromiter(
+                (v for b in self.buffers for v in (b.id, b.first, b.last, b.size)),
+                dtype=np.int64, count=4 * n,
+            ).reshape(n, 4).T.copy()
+            for a in flat:
+                a.flags.writeable = False
+            cache = (flat[0], flat[1], flat[2], flat[3])
+            object.__setattr__(self, "_arrays", cache)
+        return cache
 
     def breadth(self) -> np.ndarray:
         """Bytes live at each operator, shape (num_ops,): the operator breadth."""

@@ -45,22 +45,49 @@ def verify_plan(problem: PlanningProblem, plan: Plan) -> None:
         raise PlanningError(
             f"{plan.planner}: arena_bytes {plan.arena_bytes} but buffers end at {span}"
         )
-    # Sweep over operators: at each operator, sort live buffers by offset and check neighbours.
-    live = size > 0
-    # Any two overlapping intervals are both live where the later one starts.
-    for op in np.unique(first):
-        sel = live & (first <= op) & (last >= op)
-        if sel.sum() < 2:
+    _check_no_overlap(plan.planner, ids, first, last, off, end, size)
+
+
+def _check_no_overlap(name, ids, first, last, off, end, size) -> None:
+    """Event sweep over time with the live buffers kept sorted by offset: O(n log n).
+
+    The live set never overlaps (that is what is being checked), so a new buffer only has to
+    be compared with its neighbours by offset.
+    """
+    import bisect
+
+    keep = np.nonzero(size > 0)[0]
+    if len(keep) < 2:
+        return
+    # Events: (time, kind, index). A buffer [first, last] leaves at last + 1; at one time,
+    # departures (kind 0) go before arrivals (kind 1).
+    times = np.concatenate([last[keep] + 1, first[keep]])
+    kinds = np.concatenate([np.zeros(len(keep), np.int8), np.ones(len(keep), np.int8)])
+    which = np.concatenate([keep, keep])
+    order = np.lexsort((kinds, times))
+    offs: list[int] = []  # live offsets, sorted
+    ends: list[int] = []  # their ends, same order
+    owner: list[int] = []
+    for k in order.tolist():
+        i = int(which[k])
+        o, e = int(off[i]), int(end[i])
+        j = bisect.bisect_left(offs, o)
+        if kinds[k] == 0:
+            # Remove it (offsets are unique among non-overlapping live buffers of size > 0).
+            if j < len(offs) and owner[j] == i:
+                del offs[j], ends[j], owner[j]
             continue
-        o = off[sel]
-        e = end[sel]
-        i_sel = ids[sel]
-        k = np.argsort(o, kind="stable")
-        o, e, i_sel = o[k], e[k], i_sel[k]
-        clash = np.nonzero(o[1:] < np.maximum.accumulate(e)[:-1])[0]
-        if len(clash):
-            j = clash[0] + 1
+        clash = None
+        if j > 0 and ends[j - 1] > o:
+            clash = owner[j - 1]
+        elif j < len(offs) and offs[j] < e:
+            clash = owner[j]
+        if clash is not None:
             raise PlanningError(
-                f"{plan.planner}: buffer {int(i_sel[j])} at [{int(o[j])}, {int(e[j])}) overlaps "
-                f"another live buffer at operator {int(op)}"
+                f"{name}: buffer {int(ids[i])} at [{o}, {e}) overlaps buffer {int(ids[clash])} "
+                f"at [{int(off[clash])}, {int(end[clash])}), both live at operator "
+                f"{int(max(first[i], first[clash]))}"
             )
+        offs.insert(j, o)
+        ends.insert(j, e)
+        owner.insert(j, i)
