@@ -49,10 +49,11 @@ def run_planners(
         if progress is not None:
             progress(k / max(len(names), 1), f"planning: {spec.label}")
         t0 = time.perf_counter()
-        plan = spec.func(
-            problem, alignment, progress=None if not spec.exact else progress,
-            cancelled=cancelled, time_limit=time_limit,
-        )
+        sub = None
+        if progress is not None:
+            def sub(f, msg, _k=k, _label=spec.label):
+                progress((_k + min(max(f, 0.0), 1.0)) / len(names), f"{_label}: {msg}" if msg else _label)
+        plan = spec.func(problem, alignment, progress=sub, cancelled=cancelled, time_limit=time_limit)
         dt = time.perf_counter() - t0
         plan = Plan(
             plan.planner, plan.offsets, plan.arena_bytes, plan.alignment,
