@@ -90,3 +90,67 @@ def test_bad_flag_value_is_exit_2(chain, capsys):
     rc = main(["plan", str(chain), "--input-shape", "nope=1x2x3x4"])
     _, err = capsys.readouterr()
     assert rc == 2 and "no input named 'nope'" in err and err.count("\n") == 1
+
+
+def _model_args(path, *argv):
+    p = argparse.ArgumentParser()
+    p.add_argument("model")
+    p.add_argument("--subgraph", type=int, default=0)
+    add_edit_args(p)
+    return p.parse_args([str(path), *argv])
+
+
+@pytest.mark.parametrize("first, second", [
+    ("0=1x8x8x3", "8x8"),          # position and "the image input"
+    ("t0=1x8x8x3", "0=1x4x4x3"),   # name and position
+])
+def test_same_input_named_two_ways_is_one_line(tmp_path, first, second):
+    m = write(tmp_path, "chain.tflite", add_chain(2))
+    with pytest.raises(UsageError, match="given twice for input 't0'") as e:
+        edits_from_args(_model_args(m, "--input-shape", first, "--input-shape", second))
+    assert "\n" not in str(e.value)
+
+
+def test_same_input_twice_through_the_cli(tmp_path, capsys):
+    m = write(tmp_path, "chain.tflite", add_chain(2))
+    rc = main(["check", str(m), "--budget", "1MiB", "--input-shape", "0=1x8x8x3", "--input-shape", "t0=1x4x4x3"])
+    _, err = capsys.readouterr()
+    assert rc == 2 and "given twice" in err and err.count("\n") == 1
+
+
+def _scalar_model(tmp_path):
+    from tests.tflite_builder import build, tensor
+
+    return write(tmp_path, "scalar.tflite", build([tensor("a", ()), tensor("b", ())], [(0, [0, 0], [1])], [0], [1]))
+
+
+def _dynamic_batch_model(tmp_path):
+    from tests.tflite_builder import build, tensor
+
+    ts = [tensor("x", (1, 8), signature=(-1, 8)), tensor("y", (1, 8), signature=(-1, 8))]
+    return write(tmp_path, "dyn.tflite", build(ts, [(0, [0, 0], [1])], [0], [1]))
+
+
+def test_batch_on_scalar_inputs_says_it_changed_nothing(tmp_path, capsys):
+    from viewer.cli._edits import edit_notes
+    from viewer.model.reader import load_model
+
+    m = _scalar_model(tmp_path)
+    notes = edit_notes(load_model(m), 0, WhatIfEdits(batch=4))
+    assert notes == ["--batch 4 changed nothing: the model's inputs have no batch dimension (scalars)"]
+    rc = main(["check", str(m), "--budget", "1MiB", "--batch", "4", "--no-measure"])
+    out, _ = capsys.readouterr()
+    assert rc == 0 and "--batch 4 changed nothing" in out
+
+
+def test_dynamic_batch_notes_batch_1_assumed(tmp_path, capsys):
+    from viewer.cli._edits import edit_notes
+    from viewer.model.reader import load_model
+
+    m = _dynamic_batch_model(tmp_path)
+    model = load_model(m)
+    assert any("batch 1 assumed (use --batch N)" in n for n in edit_notes(model, 0, None))
+    assert edit_notes(model, 0, WhatIfEdits(batch=2)) == []  # the user chose a batch
+    rc = main(["check", str(m), "--budget", "1MiB", "--no-measure"])
+    out, _ = capsys.readouterr()
+    assert rc == 0 and "batch 1 assumed (use --batch N)" in out

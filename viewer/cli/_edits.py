@@ -79,7 +79,7 @@ def edits_from_args(args: argparse.Namespace, *, rescale_needs_shape: bool = Tru
         if isinstance(key, str) and key.isdigit():
             key = int(key)
         if key in shapes:
-            raise UsageError(f"--input-shape given twice for input {key if key != '' else '(the image input)'!r}")
+            raise UsageError(f"--input-shape given twice for input {_key_text(key)}; give each input once")
         shapes[key] = parse_shape(dims)
     batch = getattr(args, "batch", None)
     if batch is not None:
@@ -103,8 +103,65 @@ def edits_from_args(args: argparse.Namespace, *, rescale_needs_shape: bool = Tru
                 f"--tensor-dtype {item!r}: use ID=DTYPE with a tensor index and a dtype such as float16 or int8"
             )
         tdt[int(idx)] = dt
+    if len(shapes) > 1 and getattr(args, "model", None):
+        _check_distinct_inputs(args.model, int(getattr(args, "subgraph", 0) or 0), shapes)
     rescale = bool(getattr(args, "rescale_fixed_sizes", False))
     if rescale and not shapes and rescale_needs_shape:
         raise UsageError("--rescale-fixed-sizes needs --input-shape")
     return WhatIfEdits(input_shapes=shapes, batch=batch, activation_dtype=act, tensor_dtypes=tdt,
                        rescale_fixed_sizes=rescale)
+
+
+def _key_text(key: str | int) -> str:
+    return "(the image input)" if key == "" else repr(key)
+
+
+def _check_distinct_inputs(path: str, subgraph_index: int, shapes: dict) -> None:
+    """Raise when two ``--input-shape`` keys (name, position, or the image input) name one input.
+
+    A model that does not load, or a key that names no input, is left for the command to
+    report (it loads the model itself).
+    """
+    from viewer.errors import ViewerError
+    from viewer.model.reader import load_model
+    from viewer.whatif.apply import _input_tensor
+
+    try:
+        model = load_model(path)
+        sg = model.subgraph(subgraph_index)
+    except ViewerError:
+        return
+    seen: dict[int, str | int] = {}
+    for key in shapes:
+        try:
+            t = _input_tensor(model, sg, key)
+        except ViewerError:
+            continue
+        if t in seen:
+            raise UsageError(
+                f"--input-shape given twice for input '{sg.tensors[t].name}' "
+                f"(as {_key_text(seen[t])} and {_key_text(key)}); give each input once"
+            )
+        seen[t] = key
+
+
+def edit_notes(model, subgraph_index: int, edits: WhatIfEdits | None) -> list[str]:
+    """Notes on what the batch flags did to ``model``'s inputs, one line each.
+
+    - ``--batch N`` when no graph input has a dimension to scale (scalars): it changed nothing;
+    - no ``--batch`` and an input whose batch is dynamic (-1 first in ``shape_signature``):
+      batch 1 assumed.
+    """
+    sg = model.subgraph(subgraph_index)
+    inputs = [sg.tensors[t] for t in sg.inputs if t >= 0]
+    notes: list[str] = []
+    batch = edits.batch if edits is not None else None
+    if batch is not None and inputs and all(len(t.shape) == 0 for t in inputs):
+        notes.append(f"--batch {batch} changed nothing: the model's inputs have no batch dimension (scalars)")
+    if batch is None:
+        dyn = [t for t in inputs if t.shape_signature and t.shape_signature[0] == -1]
+        if dyn:
+            names = ", ".join(f"'{t.name}'" for t in dyn[:3]) + (" ..." if len(dyn) > 3 else "")
+            notes.append(f"dynamic batch (-1 in the shape_signature of {names}): batch 1 assumed "
+                         "(use --batch N)")
+    return notes

@@ -25,7 +25,7 @@ import sys
 import time
 
 from viewer.cli._common import add_model_args, known_planners_help
-from viewer.cli._edits import add_edit_args, edits_from_args
+from viewer.cli._edits import add_edit_args, edit_notes, edits_from_args
 from viewer.errors import UsageError, WhatIfError
 from viewer.model.reader import load_model
 from viewer.units import format_bytes, parse_size
@@ -119,6 +119,7 @@ def run(args: argparse.Namespace) -> int:
     time_limit = _positive_seconds("--time-limit", args.time_limit)
     timeout = _positive_seconds("--timeout", args.timeout)
     edits = edits_from_args(args, rescale_needs_shape=not args.find_resolution)
+    args._edits = edits
     model = load_model(args.model)
     fp = footprint(model, args.subgraph, edits, planner=args.planner, measure=args.measure,
                    timeout=timeout, time_limit=time_limit)
@@ -185,6 +186,10 @@ def _resolution_lines(found) -> list[str]:
     return [head, f"  ({search.note})"]
 
 
+def _edits_of(args):
+    return getattr(args, "_edits", None)
+
+
 def _b(n: int) -> str:
     return f"{n:,d} B" + (f" ({format_bytes(n)})" if abs(n) >= 1024 else "")
 
@@ -195,7 +200,7 @@ def _print_lines(args, model, fp, rep, counted, found, limit) -> None:
     out(f"{model.path} subgraph {args.subgraph}: {verdict} in {_b(limit)} "
         f"with planner {fp.planner}")
     out(f"  counted: {counted}")
-    notes = list(fp.notes)
+    notes = edit_notes(model, args.subgraph, _edits_of(args)) + list(fp.notes)
     for note in notes[:4]:
         out(f"note: {note}")
     if len(notes) > 4:
@@ -252,7 +257,7 @@ def _print_json(args, model, fp, rep, counted, found, limit) -> None:
         "largest_batch_note": rep.largest_batch_note,
         "lower_bound_bytes": fp.analysis.lower_bound_bytes,
         "widest_op": fp.analysis.widest_op,
-        "notes": list(fp.notes),
+        "notes": edit_notes(model, args.subgraph, _edits_of(args)) + list(fp.notes),
     }
     if found is not None:
         search, reason = found
