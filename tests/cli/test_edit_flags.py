@@ -154,3 +154,13 @@ def test_dynamic_batch_notes_batch_1_assumed(tmp_path, capsys):
     rc = main(["check", str(m), "--budget", "1MiB", "--no-measure"])
     out, _ = capsys.readouterr()
     assert rc == 0 and "batch 1 assumed (use --batch N)" in out
+
+
+def test_input_shape_probing_works_from_another_directory(tmp_path, capsys, monkeypatch):
+    """The what-if resize is propagated by the runtime's child even for a relative model path."""
+    write(tmp_path, "chain.tflite", add_chain(2))
+    monkeypatch.chdir(tmp_path)
+    rc = main(["check", "chain.tflite", "--budget", "1MiB", "--input-shape", "16x16"])
+    out, err = capsys.readouterr()
+    assert rc == 0, err
+    assert "shapes propagated by the LiteRT runtime" in out and "not measured" not in out

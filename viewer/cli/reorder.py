@@ -65,7 +65,7 @@ def run(args: argparse.Namespace) -> int:
         f"{res.stats.get('states', 0):,d} operator sets\n")
     if res.changed:
         pos = {o: k for k, o in enumerate(res.order)}
-        out(f"  moved {len(res.moved_ops)} operator(s) (original index -> new position):\n")
+        out(f"  moved {len(res.moved_ops)} operator{'' if len(res.moved_ops) == 1 else 's'} (original index -> new position):\n")
         for o in res.moved_ops[:MAX_LISTED]:
             out(f"    #{o:<5} {sg.operators[o].op_name:<24} -> {pos[o]}\n")
         if len(res.moved_ops) > MAX_LISTED:
