@@ -85,8 +85,10 @@ class PersistentRoRule:
     source: str = ""
 
 
-#: Every builtin kernel of LiteRT 2.3 that calls ``SetTensorToPersistentRo`` on its output, and
-#: the condition (each checked with a hand-built model in tests/analysis/test_folding.py).
+#: The builtin kernels that call ``SetTensorToPersistentRo`` on their output (found by searching
+#: LiteRT's tflite/kernels/*.cc for the call; the search index may miss a rarely used kernel),
+#: with the condition; every rule and each exclusion below is checked against LiteRT 2.3 with a
+#: hand-built model in tests/analysis/test_folding.py.
 #: Not here: ADD, SUB, DIV and the other element-wise ops, PACK, CAST (only with the
 #: interpreter's ``cache_constant_cast_op`` option), SUM/MEAN/REDUCE_MAX (their ``noop`` does
 #: not change the allocation), SLICE, TRANSPOSE, FILL...: LiteRT 2.3 keeps those in the arena.
