@@ -160,8 +160,12 @@ class Analysis:
     def tensor_name(self, tensor: int) -> str:
         if 0 <= tensor < len(self.subgraph.tensors):
             return self.subgraph.tensors[tensor].name
-        if tensor in self.temporary_names:
+        if self.temporary_names.get(tensor):
             return self.temporary_names[tensor]
+        u = self._by_tensor().get(tensor)
+        if u is not None and u.kind == KIND_TEMPORARY:
+            # The runtime leaves most kernel temporaries unnamed (im2col, scratch).
+            return f"kernel temporary #{tensor} of #{u.first_op} {self.op_name(u.first_op)}"
         return f"temporary {tensor}"
 
     def op_name(self, op: int | None) -> str:

@@ -123,7 +123,7 @@ def build_report(
         ],
         "flagged_tensors": flagged,
         "edits": dict(edits) if edits else None,
-        "notes": list(notes),
+        "notes": list(notes) + [n for n in getattr(analysis, "notes", ()) if n not in notes],
     }
 
 

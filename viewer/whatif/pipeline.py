@@ -59,5 +59,5 @@ def prepare(
         model = load_model(model)
     edited = (apply_edits(model, subgraph_index, edits) if edits is None or edits.is_empty()
               else apply_edits(model, subgraph_index, edits, shape_source=shape_source))
-    analysis = analyze(edited.subgraph, temporaries=temporaries)
+    analysis = analyze(edited.subgraph, temporaries=temporaries, model=model)
     return Prepared(model, subgraph_index, edits, analysis, edited.estimated, edited.notes)
