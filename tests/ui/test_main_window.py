@@ -440,3 +440,214 @@ def test_budget_and_whatif_comparison_are_shown(qtbot, window):
     text = window.side.budget_label.text()
     assert "What-if vs the model as stored" in text and "lower bound" in text
     assert "c62828" in text  # twice the activations no longer fit
+
+
+# --- round 2: kernel temporaries, optimize, reorder, quick what-ifs, CLI routing, layout ----
+
+
+@pytest.fixture
+def measured_window(qtbot, settings):
+    w = MainWindow(settings=settings, measure=True)
+    qtbot.addWidget(w)
+    w.show()
+    yield w
+    w.runner.shutdown()
+
+
+def _gap_text(window, name):
+    t = window.side.planner_table
+    (row,) = [r for r in range(t.rowCount()) if t.item(r, 0).data(Qt.ItemDataRole.UserRole) == name]
+    return t.item(row, 2).text()
+
+
+def test_kernel_temporaries_both_bounds_and_the_view_toggle(qtbot, measured_window):
+    """unet_256: 24.75 MiB for the tensors alone, 124.75 MiB with the runtime's temporaries."""
+    w = measured_window
+    resp = open_and_wait(qtbot, w, shared_model("unet_256.tflite"))
+    full = w.full_response
+    at, aw = full.tensor_view[0], full.temporaries_view[0]
+    assert at.lower_bound_bytes == 25_952_256 and aw.lower_bound_bytes == 130_809_856
+    # Default on when measured: the chart shows the analysis with temporaries.
+    assert w.temporaries_action.isEnabled() and w.temporaries_action.isChecked()
+    assert resp.analysis is aw and w.chart.chart_data().lower_bound == aw.lower_bound_bytes
+    text = w.side.lower_label.text()
+    assert "lower bound (tensors only): 24.75 MiB" in text
+    assert "lower bound with kernel temporaries: 124.75 MiB" in text
+    temps = [u for u in aw.usages if u.tensor in aw.temporaries_ops]
+    big = max(temps, key=lambda u: u.nbytes)
+    assert (f"kernel temporaries add 100.00 MiB ({len(temps)} tensors, largest "
+            f"{big.nbytes / 2**20:.2f} MiB at #{big.first_op} CONV_2D)") in text
+    assert f"{full.probe.arena_bytes:,} B" in text  # the runtime's measured arena
+    # Our LiteRT plan with the temporaries is the runtime's arena; gaps against that bound.
+    assert resp.plans["litert"].arena_bytes == full.probe.arena_bytes
+    assert _gap_text(w, MEASURED) == "+0.0 %"
+    # Temporaries carry their runtime names in the table and the details.
+    t = big.tensor
+    w.select_tensor(t)
+    assert f"#{big.first_op} CONV_2D kernel temporary" in w.side.tensor_label.text()
+    assert "temporary " + str(t) not in w.side.tensor_label.text()
+    # Toggle off: the tensor-only analysis and its plans; the gaps follow the bound shown.
+    with qtbot.waitSignal(w.view_changed, timeout=5000):
+        w.temporaries_action.trigger()
+    assert w.response.analysis is at and not w.response.temporaries_shown
+    assert w.chart.chart_data().lower_bound == at.lower_bound_bytes
+    assert w.chart.drawn_offsets() == build_chart_data(at, w.response.plans[w.planner]).offsets()
+    gap = 100 * (full.probe.arena_bytes - at.lower_bound_bytes) / at.lower_bound_bytes
+    assert _gap_text(w, MEASURED) == f"{gap:+.1f} %"
+    assert "tensors only" in w.side.measured_label.text()
+    for name, plan in w.response.plans.items():
+        if name != MEASURED:
+            verify_plan(at.problem(), plan)
+    with qtbot.waitSignal(w.view_changed, timeout=5000):
+        w.temporaries_action.trigger()
+    assert w.response.analysis is aw
+
+
+def test_optimize_adds_the_exact_plan_and_cancel_stops_it(qtbot, window, settings):
+    from tests.ui.test_workers import synthetic_model
+
+    assert window.optimize_action.shortcut().toString() == "Ctrl+Shift+O"
+    # 5,000 tensors: not proven within seconds. Cancel stops it; nothing is added, the view stays.
+    big = open_and_wait(qtbot, window, "synthetic.tflite", model=synthetic_model(5000))
+    with qtbot.waitSignal(window.work_cancelled, timeout=30_000) as blocker:
+        window.optimize_action.trigger()
+        assert window.cancel_button.isVisibleTo(window)
+        qtbot.wait(300)  # well into the search
+        window.cancel_button.click()
+    assert blocker.args == ["optimize"] and "cancelled" in window.status_label.text()
+    assert "optimal" not in window.response.plans and window.response.analysis is big.analysis
+    resp = open_and_wait(qtbot, window, resource_path(DEMO_MODEL))
+    assert "optimal" not in resp.plans
+    settings.setValue("optimal_time_limit", 20)
+    with qtbot.waitSignal(window.view_changed, timeout=60_000):
+        window.optimize_action.trigger()
+    plan = window.response.plans["optimal"]
+    assert window.planner == "optimal"
+    verify_plan(resp.analysis.problem(), plan)
+    assert resp.analysis.lower_bound_bytes <= plan.bound_bytes <= plan.arena_bytes
+    assert plan.arena_bytes <= min(p.arena_bytes for n, p in resp.plans.items())
+    labels = [window.side.planner_table.item(r, 0).text()
+              for r in range(window.side.planner_table.rowCount())]
+    summary = "proven optimal" if plan.proven_optimal else "within "
+    assert any(lab.endswith(")") and summary in lab and "Optimal" in lab for lab in labels)
+    assert summary in window.side.optimal_label.text()
+    assert window.chart.drawn_offsets() == build_chart_data(resp.analysis, plan).offsets()
+
+
+def test_reorder_shows_the_saving_goes_back_and_saves_a_model_litert_runs(
+        qtbot, measured_window, tmp_path, dialogs_seen, monkeypatch):
+    """Measured: the reorder carries SUM's kernel temporaries along, and the plan predicts the
+    runtime's placement of the written model exactly."""
+    from tests.cli.test_reorder_cli import fork_model
+    from tests.tflite_builder import write
+    from viewer.runtime.probe import probe_model
+
+    window = measured_window
+    path = write(tmp_path, "fork.tflite", fork_model())
+    base = open_and_wait(qtbot, window, path)
+    base_full = window.full_response
+    assert base.has_temporaries
+    assert not window.save_reordered_action.isEnabled()
+    with qtbot.waitSignal(window.view_changed, timeout=60_000):
+        window.reorder_action.trigger()
+    r = window.full_response
+    assert r.reorder.changed and window.restore_order_action.isEnabled()
+    a = window.response.analysis
+    assert a.lower_bound_bytes == r.reorder.lower_bound_after < base.analysis.lower_bound_bytes
+    text = window.side.reorder_text
+    assert f"{len(r.reorder.moved_ops)} operator(s) moved" in text and "saves" in text
+    for o in r.reorder.moved_ops:
+        assert f"#{o} " in text
+    assert "Reordered vs the model as stored" in window.side.budget_label.text()
+    assert window.chart.drawn_offsets() == build_chart_data(a, window.response.plans[window.planner]).offsets()
+    # Never over the open file.
+    assert window.save_reordered(str(path)) is None
+    assert dialogs_seen and "refusing to overwrite" in dialogs_seen[-1][1]
+    # A new file: LiteRT runs it, and its arena is what we planned for the new order.
+    out = tmp_path / "fork_reordered.tflite"
+    assert window.save_reordered(str(out)) == str(out)
+    probe = probe_model(str(out))
+    ours = window.response.plans["litert"]
+    assert probe.ok and probe.arena_bytes == ours.arena_bytes < base.probe.arena_bytes
+    assert window.response.analysis.resolve_alias_offsets(ours.offsets) == probe.offsets
+    # An existing file is only replaced after a yes.
+    monkeypatch.setattr(QMessageBox, "question", staticmethod(lambda *a, **k: QMessageBox.StandardButton.No))
+    assert window.save_reordered(str(out)) is None
+    # Back to the stored order.
+    with qtbot.waitSignal(window.view_changed, timeout=5000):
+        window.restore_order_action.trigger()
+    assert window.full_response is base_full and window.full_response.reorder is None
+    assert window.response.plans[MEASURED].arena_bytes == base.probe.arena_bytes
+    assert not window.side.reorder_text and not window.restore_order_action.isEnabled()
+
+
+def test_whatif_estimate_first_then_runtime_confirmation(qtbot, measured_window):
+    from viewer.whatif.edits import WhatIfEdits
+
+    w = measured_window
+    open_and_wait(qtbot, w, resource_path(DEMO_MODEL))
+    base = w.full_response
+    shown, status = [], []
+    w.view_changed.connect(lambda: shown.append((w.full_response, w.side.budget_label.text())))
+    w.view_changed.connect(lambda: status.append(w.status_label.text()))
+    w.whatif.batch.setValue(2)
+    qtbot.waitUntil(lambda: len(shown) >= 2, timeout=60_000)
+    (quick, quick_text), (confirmed, text) = shown[:2]
+    assert quick.request.shape_source == "inferred" and MEASURED not in quick.plans
+    assert "estimated" in quick_text and "estimated" in status[0]
+    assert confirmed.request.shape_source == "auto" and MEASURED in confirmed.plans
+    assert "estimated" not in text
+    # Against the unedited baseline: arena, lower bound, widest operator.
+    assert "What-if vs the model as stored" in text and "tensor arena" in text and "lower bound" in text
+    assert "widest operator" in text
+    assert w.baseline is base
+    assert confirmed.analysis.lower_bound_bytes > base.analysis.lower_bound_bytes
+    # A newer edit cancels both stages of the older one: only batch 3 is ever shown.
+    shown.clear()
+    w.whatif.batch.setValue(4)
+    w.whatif.batch.setValue(3)
+    qtbot.waitUntil(lambda: len(shown) >= 2, timeout=60_000)
+    w.runner.wait(30_000)
+    qtbot.wait(50)
+    assert [r.request.edits.batch for r, _ in shown] == [3, 3]
+
+
+def test_cli_routes_gui_flags_without_the_word_gui(monkeypatch):
+    from viewer import cli
+    from viewer.ui import app as app_mod
+
+    calls = []
+    monkeypatch.setattr(app_mod, "run_gui", lambda path=None, **kw: calls.append((path, kw)) or 0)
+    model = str(resource_path(DEMO_MODEL))
+    assert cli.main(["--no-measure", model]) == 0
+    assert calls[-1][0] == model and calls[-1][1]["measure"] is False
+    assert cli.main(["--subgraph", "0", "--measure", model]) == 0
+    assert calls[-1][1]["measure"] is True and calls[-1][1]["subgraph"] == 0
+    assert cli.main(["--no-measure"]) == 0 and calls[-1][0] is None
+    assert cli.main(["--version"]) == 0 and len(calls) == 3  # still the top-level flags
+    assert cli.main(["--help"]) == 0 and len(calls) == 3
+
+
+def test_window_layout_is_remembered_and_reset(qtbot, settings):
+    from PySide6.QtWidgets import QDockWidget
+
+    w = MainWindow(settings=settings, measure=False)
+    qtbot.addWidget(w)
+    w.show()
+    screen = w.screen().availableGeometry()  # restoreGeometry keeps the window on the screen
+    size = (min(1111, screen.width() - 100), min(777, screen.height() - 100))
+    w.resize(*size)
+    table_dock = w.findChild(QDockWidget, "table_dock")
+    table_dock.setVisible(False)
+    w.close()
+    w2 = MainWindow(settings=settings, measure=False)
+    qtbot.addWidget(w2)
+    w2.show()
+    assert (w2.width(), w2.height()) == size != (1400, 860)
+    dock2 = w2.findChild(QDockWidget, "table_dock")
+    assert not dock2.isVisible()
+    (reset,) = [a for a in w2.menuBar().actions()[1].menu().actions() if a.text() == "Reset &layout"]
+    reset.trigger()
+    assert dock2.isVisible() and (w2.width(), w2.height()) == (1400, 860)
+    assert settings.value("window/state") is None
+    w2.close()
