@@ -77,7 +77,10 @@ SHORTCUTS = (
     ("Ctrl+] / Ctrl+[", "Next / previous planner"),
     ("Ctrl+0", "Reset the chart's zoom"),
     ("Ctrl+K", "Colour by tensor kind / producer op"),
-    ("Esc", "Clear the selection; cancel planning"),
+    ("Ctrl+T", "Include kernel temporaries (when measured)"),
+    ("Ctrl+Shift+O", "Optimize: the exact planner, proven optimal or within X % of its bound"),
+    ("Ctrl+Shift+R", "Reorder operators to lower the peak"),
+    ("Esc", "Clear the selection; cancel planning, optimize or reorder"),
     ("Ctrl+Q", "Quit"),
 )
 

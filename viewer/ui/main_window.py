@@ -138,12 +138,17 @@ class MainWindow(QMainWindow):
 
         self._build_status_bar()
         self._build_menus()
+        self._install_compare_view()
         bar = self.addToolBar("View")
         bar.setObjectName("view_toolbar")
         bar.setMovable(False)
         bar.addAction(self.open_action)
         bar.addSeparator()
         bar.addWidget(self.side.view_bar)
+        bar.addSeparator()
+        bar.addAction(self.temporaries_action)
+        bar.addAction(self.optimize_action)
+        bar.addAction(self.reorder_action)
         self._default_state = self.saveState()
         self._restore_layout()
         self._update_actions()
@@ -214,7 +219,7 @@ class MainWindow(QMainWindow):
                   self.color_action, self.find_action, self.escape_action):
             m.addAction(a)
         m.addSeparator()
-        self.temporaries_action = QAction("Include &kernel temporaries", self)
+        self.temporaries_action = QAction("Include kernel temporaries", self)
         self.temporaries_action.setCheckable(True)
         self.temporaries_action.setChecked(True)
         self.temporaries_action.setShortcut(QKeySequence("Ctrl+T"))
@@ -240,11 +245,11 @@ class MainWindow(QMainWindow):
         m.addAction(self.measure_action)
         m.addSeparator()
         self.optimize_action = self._action(
-            "&Optimize (exact planner)…", self.optimize, "Ctrl+Shift+O",
+            "Optimize (exact planner)…", self.optimize, "Ctrl+Shift+O",
             "Run the exact planner 'optimal' on the analysis shown: proven optimal, or the gap "
             "to its proven bound")
         self.reorder_action = self._action(
-            "&Reorder operators to lower the peak…", self.reorder_operators, "Ctrl+Shift+R",
+            "Reorder operators to lower the peak…", self.reorder_operators, "Ctrl+Shift+R",
             "Search topological operator orders for the smallest lower bound")
         self.restore_order_action = self._action(
             "Back to the &original order", self.restore_original_order, None,
@@ -779,6 +784,97 @@ class MainWindow(QMainWindow):
         self.settings.setValue("export_dir", os.path.dirname(os.path.abspath(path)))
         self.status_label.setText(f"Wrote {path}")
         return path
+
+    # --- compare view and per-tensor storage what-ifs (chart round 2) -----------------------
+
+    def _install_compare_view(self) -> None:
+        """View > Compare with baseline: a dock (hidden at first) with the baseline and the
+        shown what-if side by side on one y scale; and the chart's per-tensor storage menu
+        (``tensor_dtype_requested``) applied as ``WhatIfEdits.tensor_dtypes``, merged with the
+        what-if panel's edits."""
+        from viewer.ui.compare import CompareView
+
+        self._tensor_dtypes: dict[int, str] = {}  # from the chart's context menu
+        self._tensor_dtypes_key = None  # (model, subgraph) they belong to
+        self.compare = CompareView(self)
+        self.compare_dock = self._add_dock("Compare with baseline", self.compare,
+                                           Qt.DockWidgetArea.BottomDockWidgetArea, "compare_dock")
+        self.compare_dock.hide()
+        self.compare_action = self.compare_dock.toggleViewAction()
+        self.compare_action.setText("&Compare with baseline")
+        self.compare_action.setStatusTip(
+            "The baseline and the what-if side by side, on one y scale, with the delta")
+        view_menu = next(a.menu() for a in self.menuBar().actions() if a.menu() and a.text() == "&View")
+        view_menu.insertAction(self.temporaries_action, self.compare_action)
+        self.compare_dock.visibilityChanged.connect(self._on_compare_dock_visibility_changed)
+        self.view_changed.connect(self._update_compare_view)
+        self.side.planner_changed.connect(lambda _name: self._update_compare_view())
+        self.side.color_mode_changed.connect(self.compare.set_color_mode)
+        self.chart.tensor_dtype_requested.connect(self._on_chart_tensor_dtype_requested)
+        self.whatif.edits_changed.disconnect(self._on_whatif_edits_changed)
+        self.whatif.edits_changed.connect(self._on_whatif_panel_edits_changed)
+
+    def _on_compare_dock_visibility_changed(self, visible: bool) -> None:
+        if visible:
+            self.resizeDocks([self.compare_dock], [max(420, self.height() // 2)], Qt.Orientation.Vertical)
+        self._update_compare_view()
+
+    def _update_compare_view(self) -> None:
+        """Feed the compare view from the baseline and the shown response (same planner)."""
+        from viewer.export.chart_data import edits_label
+
+        self._sync_tensor_dtypes()
+        if not self.compare_dock.isVisible():
+            return
+        resp, base = self._resp, self._baseline
+        if resp is None or base is None:
+            self.compare.clear("Open a model: the compare view shows its baseline beside the what-if.")
+            return
+        base = base.showing(self._with_temporaries)
+        same = self._planner if self._planner in base.plans and self._planner in resp.plans else None
+        left, right = base.plans.get(same or base.best), resp.plans.get(same or resp.best)
+        if left is None or right is None:
+            self.compare.clear("No plan to compare.")
+            return
+        name = os.path.basename(resp.model.path)
+        what = edits_label(resp.request.edits)
+        label = (f"what-if: {what}" if what
+                 else ("reordered" if getattr(resp, "reorder", None) is not None else f"shown: {name}"))
+        self.compare.set_views((base.analysis, left, f"baseline: {name}"), (resp.analysis, right, label),
+                               subgraph=resp.request.subgraph)
+
+    def _sync_tensor_dtypes(self) -> None:
+        """Forget the per-tensor storage what-ifs when another model or subgraph is shown."""
+        full = self._full
+        key = None if full is None else (id(full.model), full.request.subgraph)
+        if key != self._tensor_dtypes_key:
+            self._tensor_dtypes_key = key
+            self._tensor_dtypes = {}
+        current = {} if full is None or full.request.edits is None else full.request.edits.tensor_dtypes
+        self.chart.set_tensor_dtypes(current)
+
+    def _merged_edits(self, panel: WhatIfEdits | None) -> WhatIfEdits:
+        import dataclasses
+
+        panel = panel if panel is not None else WhatIfEdits()
+        if not self._tensor_dtypes:
+            return panel
+        return dataclasses.replace(panel, tensor_dtypes={**dict(panel.tensor_dtypes), **self._tensor_dtypes})
+
+    def _on_whatif_panel_edits_changed(self, edits: WhatIfEdits) -> None:
+        self._sync_tensor_dtypes()
+        self._on_whatif_edits_changed(self._merged_edits(edits))
+
+    def _on_chart_tensor_dtype_requested(self, tensor: int, dtype: str) -> None:
+        """Store ``tensor`` as ``dtype`` ("" = as in the model) and re-plan."""
+        if self._full is None:
+            return
+        self._sync_tensor_dtypes()
+        if dtype:
+            self._tensor_dtypes[int(tensor)] = dtype
+        else:
+            self._tensor_dtypes.pop(int(tensor), None)
+        self._on_whatif_edits_changed(self._merged_edits(self.whatif.edits()))
 
     # --- drag and drop, close -------------------------------------------------------------
 

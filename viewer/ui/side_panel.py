@@ -60,13 +60,13 @@ def lower_bound_text(resp: AnalysisResponse) -> str:
     temps = [u for u in aw.usages if u.tensor in aw.temporaries_ops]
     largest = max(temps, key=lambda u: (u.nbytes, -u.tensor))
     add = aw.lower_bound_bytes - at.lower_bound_bytes
-    mark = ("", " ◀ shown") if resp.temporaries_shown else (" ◀ shown", "")
+    mark = ("", " (shown)") if resp.temporaries_shown else (" (shown)", "")
     lines = [
-        f"lower bound (tensors only): {_b(at.lower_bound_bytes)}{mark[0]}",
-        f"  {_widest(at)}",
-        f"lower bound with kernel temporaries: {_b(aw.lower_bound_bytes)}{mark[1]}",
-        f"  {_widest(aw)}",
-        f"kernel temporaries add {format_bytes(add, 2)} ({len(temps)} tensors, largest "
+        f"lower bound (tensors only): {format_bytes(at.lower_bound_bytes, 2)}{mark[0]}",
+        f"   {at.lower_bound_bytes:,} B, {_widest(at)}",
+        f"lower bound with kernel temporaries: {format_bytes(aw.lower_bound_bytes, 2)}{mark[1]}",
+        f"   {aw.lower_bound_bytes:,} B, {_widest(aw)}",
+        f"kernel temporaries add {format_bytes(add, 2)} ({len(temps)} tensor{'s' if len(temps) != 1 else ''}, largest "
         f"{format_bytes(largest.nbytes, 2)} at #{largest.first_op} {aw.op_name(largest.first_op)})",
     ]
     probe = resp.probe
