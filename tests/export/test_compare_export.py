@@ -70,3 +70,30 @@ def test_compare_bad_side_or_path_is_a_usage_error(tmp_path):
         export_compare((a, plan_of(a), "l"), (a, plan_of(a), "r"), tmp_path / "x.gif")
     with pytest.raises(UsageError, match="compare side"):
         export_compare((a, plan_of(a)), (a, plan_of(a), "r"), tmp_path / "x.png")
+
+
+@pytest.mark.shared
+def test_cli_export_compare_draws_baseline_and_whatif(tmp_path, capsys, qapp):
+    from tests.conftest import shared_model
+    from viewer.cli import main
+    from viewer.planning.run import run_planners
+    from viewer.whatif.edits import WhatIfEdits
+    from viewer.whatif.pipeline import prepare
+
+    model = shared_model("mobilenet_v2_224.tflite")
+    out = tmp_path / "cmp.png"
+    rc = main(["export", str(model), "-o", str(out), "--compare", "--activation-dtype", "float16",
+               "--planner", "greedy_by_size", "--width", "1500", "--height", "700"])
+    stdout, err = capsys.readouterr()
+    assert rc == 0, err
+    assert png_size(out) == (1500, 700)
+    base = prepare(str(model), 0)
+    edit = prepare(base.model, 0, WhatIfEdits(activation_dtype="float16"))
+    b = run_planners(base.analysis.problem(), ["greedy_by_size"])["greedy_by_size"].arena_bytes
+    e = run_planners(edit.analysis.problem(), ["greedy_by_size"])["greedy_by_size"].arena_bytes
+    assert e < b
+    assert f"arena {b / 2**20:.2f} MiB -> {e / 2**20:.2f} MiB" in stdout
+    # Without an edit there is nothing to compare: one line, exit 2.
+    rc = main(["export", str(model), "-o", str(tmp_path / "x.png"), "--compare"])
+    stdout, err = capsys.readouterr()
+    assert rc == 2 and "--compare needs what-if edits" in err and len(err.strip().splitlines()) == 1

@@ -31,6 +31,9 @@ def add_parser(sub) -> None:
                    help="colour tensors by kind (default) or by producer op type")
     p.add_argument("--time-limit", type=float, default=None, metavar="S",
                    help="time limit in seconds for an exact planner")
+    p.add_argument("--compare", action="store_true",
+                   help="draw the baseline (the model as stored) and the what-if edits side by "
+                        "side on one y scale, with the delta; needs at least one edit flag")
     add_edit_args(p)
     p.set_defaults(run=run)
 
@@ -47,6 +50,8 @@ def run(args: argparse.Namespace) -> int:
             raise UsageError(f"--{name} {v}: use {MIN_SIZE}..{MAX_SIZE} pixels")
     check_output(out, args.width, args.height)  # before the model is read and planned
     edits = edits_from_args(args)
+    if args.compare:
+        return _run_compare(args, out, edits)
     prep = prepare(args.model, args.subgraph, edits)
     problem = prep.analysis.problem()
     names = None if args.planner is None else [args.planner]
@@ -67,18 +72,38 @@ def run(args: argparse.Namespace) -> int:
     return 0
 
 
+def _run_compare(args: argparse.Namespace, out: str, edits) -> int:
+    """``export --compare``: baseline and what-if side by side (same planner on both)."""
+    from viewer.export.image import export_compare
+    from viewer.planning.run import best_plan_name, run_planners
+    from viewer.whatif.pipeline import prepare
+
+    if edits is None or edits.is_empty():
+        raise UsageError(f"{out}: --compare needs what-if edits to compare with the baseline "
+                         "(--input-shape, --batch, --activation-dtype or --tensor-dtype)")
+    base = prepare(args.model, args.subgraph, None)
+    edited = prepare(base.model, args.subgraph, edits)
+    names = None if args.planner is None else [args.planner]
+    base_plans = run_planners(base.analysis.problem(), names, time_limit=args.time_limit)
+    chosen = args.planner if args.planner is not None else best_plan_name(base_plans)
+    edit_plans = run_planners(edited.analysis.problem(), [chosen], time_limit=args.time_limit)
+    bp, ep = base_plans[chosen], edit_plans[chosen]
+    name = os.path.basename(args.model)
+    export_compare((base.analysis, bp, f"baseline: {name}"),
+                   (edited.analysis, ep, f"what-if: {_edits_text(edits)}"), out,
+                   width=args.width, height=args.height, color_by=args.color_by,
+                   subgraph=args.subgraph)
+    for note in edited.notes:
+        print(f"note: {note}", file=sys.stderr)
+    print(f"{out}: {chosen} plans, arena {format_bytes(bp.arena_bytes, 2)} -> "
+          f"{format_bytes(ep.arena_bytes, 2)}, lower bound "
+          f"{format_bytes(base.analysis.lower_bound_bytes, 2)} -> "
+          f"{format_bytes(edited.analysis.lower_bound_bytes, 2)}, {args.width}x{args.height}")
+    return 0
+
+
 def _edits_text(edits) -> str:
     """Short description of the what-if edits for the chart's title ("" when none)."""
-    if edits is None or edits.is_empty():
-        return ""
-    parts = []
-    for key, shape in dict(edits.input_shapes).items():
-        dims = "x".join(str(d) for d in shape)
-        parts.append(f"input {key}={dims}" if key not in ("", None) else f"input {dims}")
-    if edits.batch:
-        parts.append(f"batch {edits.batch}")
-    if edits.activation_dtype:
-        parts.append(f"activations {edits.activation_dtype}")
-    if edits.tensor_dtypes:
-        parts.append(f"{len(edits.tensor_dtypes)} tensor dtype(s)")
-    return ", ".join(parts) or "edited"
+    from viewer.export.chart_data import edits_label
+
+    return edits_label(edits)

@@ -1,0 +1,91 @@
+"""CompareView and the window's compare dock / per-tensor storage menu."""
+
+from __future__ import annotations
+
+import pytest
+
+from tests.conftest import shared_model
+from tests.export.test_chart_data import plan_of, synthetic_analysis
+from tests.export.test_compare_export import doubled_analysis
+from tests.export.test_image import png_size
+from tests.ui.test_main_window import SMALL, dialogs_seen, open_and_wait, settings, window  # noqa: F401
+from viewer.errors import UsageError
+from viewer.export.chart_data import compare_text
+from viewer.ui.compare import CompareView
+
+
+@pytest.fixture
+def view(qtbot):
+    w = CompareView()
+    qtbot.addWidget(w)
+    w.resize(1400, 650)
+    w.show()
+    qtbot.waitExposed(w)
+    return w
+
+
+def test_two_charts_on_one_y_scale_titled_with_label_arena_and_bound(view, tmp_path):
+    a, b = synthetic_analysis(), doubled_analysis()
+    pa, pb = plan_of(a, "greedy_by_size"), plan_of(b, "greedy_by_size")
+    assert pb.arena_bytes > pa.arena_bytes
+    view.set_views((a, pa, "baseline: s.tflite"), (b, pb, "what-if: tensor 1 x2"))
+    left_top, right_top = view.y_tops()
+    assert left_top == pytest.approx(right_top) and left_top >= pb.arena_bytes
+    lt, rt = view.left.chart_plot().title.text(), view.right.chart_plot().title.text()
+    assert lt.startswith("baseline: s.tflite — subgraph 0 — greedy_by_size: arena")
+    assert rt.startswith("what-if: tensor 1 x2") and "lower bound" in rt
+    assert view.delta_text() == compare_text(view.left.chart_data(), view.right.chart_data())
+    assert view.delta_label.text() == view.delta_text()
+    assert "lower bound" in view.delta_text() and "widest operator" in view.delta_text()
+    # Switching colour mode rebuilds both charts and keeps the shared scale.
+    view.set_color_mode("op")
+    assert view.y_tops()[0] == pytest.approx(view.y_tops()[1])
+    view.export(str(tmp_path / "pair.png"), 1200, 600)
+    assert png_size(tmp_path / "pair.png") == (1200, 600)
+
+
+def test_empty_view_cannot_export_and_bad_side_is_refused(view, tmp_path):
+    with pytest.raises(UsageError, match="nothing to compare"):
+        view.export(str(tmp_path / "x.png"))
+    a = synthetic_analysis()
+    with pytest.raises(UsageError, match="compare side"):
+        view.set_views((a, plan_of(a)), (a, plan_of(a), "r"))
+    view.set_views((a, plan_of(a), "l"), (a, plan_of(a), "r"))
+    view.clear("nothing")
+    assert view.delta_text() == "" and view.left.rect_count() == 0
+
+
+@pytest.mark.shared
+def test_window_storage_menu_replans_and_compare_dock_shows_the_delta(qtbot, window):
+    resp = open_and_wait(qtbot, window, shared_model(SMALL))
+    a = resp.analysis
+    # The largest uint8 intermediate: store it as float32, four bytes per element.
+    u = max((u for u in a.usages if u.kind == "intermediate" and u.alias_of is None
+             and a.subgraph.tensors[u.tensor].dtype == "uint8"), key=lambda u: u.nbytes)
+    window.compare_action.trigger()
+    assert window.compare_dock.isVisible()
+    shown = []
+    window.view_changed.connect(lambda: shown.append(1))
+    window.chart.tensor_dtype_requested.emit(u.tensor, "float32")
+    qtbot.waitUntil(lambda: bool(shown) and window.response.request.edits is not None, timeout=60_000)
+    edited = window.response
+    assert dict(edited.request.edits.tensor_dtypes) == {u.tensor: "float32"}
+    assert edited.analysis.usage(u.tensor).nbytes == 4 * u.nbytes
+    assert edited.analysis.lower_bound_bytes > a.lower_bound_bytes
+    plan = edited.plans[window.planner]
+    assert plan.arena_bytes >= edited.analysis.lower_bound_bytes
+    assert window.chart.chart_data().nbytes[window.chart.chart_data().row_of(u.tensor)] == 4 * u.nbytes
+    # The compare dock: baseline left, this what-if right, one y scale, the delta line.
+    cmp = window.compare
+    assert cmp.left.chart_data().arena_bytes == resp.plans[window.planner].arena_bytes
+    assert cmp.right.chart_data().arena_bytes == plan.arena_bytes
+    assert cmp.y_tops()[0] == pytest.approx(cmp.y_tops()[1])
+    assert f"tensor {u.tensor} float32" in cmp.right.chart_plot().title.text()
+    assert cmp.delta_text().startswith("arena ")
+    # The what-if panel's edits merge with the per-tensor one; reset drops it again.
+    shown.clear()
+    window.chart.tensor_dtype_requested.emit(u.tensor, "")
+    qtbot.waitUntil(lambda: bool(shown), timeout=60_000)
+    edits = window.response.request.edits
+    assert edits is None or not edits.tensor_dtypes
+    assert window.response.analysis.usage(u.tensor).nbytes == u.nbytes
