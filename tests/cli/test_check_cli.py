@@ -85,6 +85,7 @@ def test_edits_change_the_verdict(chain, capsys):
 
 
 @pytest.mark.shared
+@pytest.mark.slow
 def test_mobilenet_budget_and_resolution_search(capsys):
     p = shared_model("mobilenet_v2_224.tflite")
     rc, out, _ = run_cli(capsys, "check", str(p), "--budget", "4MiB", "--weights", "mapped", "--find-resolution",
