@@ -399,7 +399,7 @@ def plan_arena(model, subgraph_index: int, edits, planner: str = "litert", *, sh
     from viewer.whatif.edits import apply_edits
 
     edited = apply_edits(model, subgraph_index, edits, shape_source=shape_source)
-    analysis = analyze(edited.subgraph)
+    analysis = analyze(edited.subgraph, model=model)
     if planner == "best":
         plans = run_planners(analysis.problem())
         plan = plans[best_plan_name(plans)]
