@@ -169,3 +169,26 @@ def test_legend_sits_outside_both_plots(qapp, size, color_by):
     finally:
         widget.close()
         widget.deleteLater()
+
+
+def test_exports_name_the_kernel_temporaries(tmp_path, qapp):
+    """With runtime names for the temporaries (``Analysis.temporary_names``), the export lists
+    the largest ones under the plots; without temporaries there is no such line."""
+    import dataclasses
+
+    from tests.export.test_chart_data import synthetic_subgraph
+    from viewer.analysis.intervals import analyze
+    from viewer.export.chart_data import build_chart_data, temporaries_text
+
+    a = dataclasses.replace(synthetic_analysis(),
+                            temporary_names={7: "#0 CONV_2D kernel temporary 0 (im2col)"})
+    d = build_chart_data(a, plan_of(a, "greedy_by_size"))
+    assert d.names[d.row_of(7)] == "#0 CONV_2D kernel temporary 0 (im2col)"
+    assert temporaries_text(d) == ("kernel temporaries: #0 CONV_2D kernel temporary 0 (im2col) "
+                                   "512 B at operator 0")
+    svg = export_chart(a, plan_of(a, "greedy_by_size"), tmp_path / "t.svg", width=1200, height=700)
+    assert "kernel temporary 0 (im2col)" in svg.read_text()
+    b = analyze(synthetic_subgraph())
+    assert temporaries_text(build_chart_data(b, plan_of(b))) == ""
+    svg = export_chart(b, plan_of(b), tmp_path / "n.svg", width=1200, height=700)
+    assert "kernel temporaries" not in svg.read_text()

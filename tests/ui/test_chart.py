@@ -250,3 +250,14 @@ def test_right_click_on_empty_area_opens_no_tensor_menu(chart, qtbot):
     vb_menu = chart.chart_plot().packing.getViewBox().menu  # pyqtgraph's own: zoom, export
     assert vb_menu.isVisible()
     vb_menu.close()
+
+
+def test_tooltip_gives_the_runtime_name_of_a_kernel_temporary(chart):
+    import dataclasses
+
+    a = dataclasses.replace(synthetic_analysis(),
+                            temporary_names={7: "#0 CONV_2D kernel temporary 0 (1x8x8x36 float32)"})
+    chart.set_view(a, plan_of(a), model_name="m", subgraph=0)
+    tip = chart.tooltip_text(7)
+    assert "<b>#0 CONV_2D kernel temporary 0 (1x8x8x36 float32)</b> (tensor 7, temporary)" in tip
+    assert "producer: #0 CONV_2D" in tip and "512 B" in tip

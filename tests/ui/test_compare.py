@@ -44,6 +44,25 @@ def test_two_charts_on_one_y_scale_titled_with_label_arena_and_bound(view, tmp_p
     assert png_size(tmp_path / "pair.png") == (1200, 600)
 
 
+def test_both_packing_plots_get_the_same_pixel_height(view, qtbot):
+    """Different legends (one side has a kernel temporary, one not) and titles still leave
+    both packing plots the same height on screen, so one y range means one scale."""
+    from viewer.analysis.intervals import analyze
+
+    from tests.export.test_chart_data import synthetic_subgraph
+
+    a = synthetic_analysis()
+    b = analyze(synthetic_subgraph())  # no kernel temporary: one legend entry fewer
+    view.set_views((a, plan_of(a, "greedy_by_size"), "baseline: a long label to wrap the title"),
+                   (b, plan_of(b, "naive"), "b"))
+    for width in (1400, 900):
+        view.resize(width, 650)
+        qtbot.wait(30)
+        heights = [c.chart_plot().packing.getViewBox().sceneBoundingRect().height()
+                   for c in (view.left, view.right)]
+        assert heights[0] == pytest.approx(heights[1], abs=1.0) and heights[0] > 150
+
+
 def test_empty_view_cannot_export_and_bad_side_is_refused(view, tmp_path):
     with pytest.raises(UsageError, match="nothing to compare"):
         view.export(str(tmp_path / "x.png"))

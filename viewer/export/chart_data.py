@@ -142,6 +142,9 @@ class ChartData:
     subgraph : int
     title : str
         ``"MODEL — subgraph N — PLANNER: arena X, lower bound Y"``.
+    names : numpy.ndarray of object (str), optional
+        Each row's tensor name (:meth:`Analysis.tensor_name`: kernel temporaries get the
+        runtime names of ``Analysis.temporary_names`` when the analysis has them).
     """
 
     tensor: np.ndarray
@@ -167,6 +170,7 @@ class ChartData:
     subgraph: int
     planner: str
     title: str
+    names: np.ndarray | None = None
 
     def __len__(self) -> int:
         return len(self.tensor)
@@ -289,6 +293,7 @@ def build_chart_data(
         widest_op=widest, widest_op_name=analysis.op_name(widest) if widest >= 0 else "-",
         num_ops=analysis.num_ops, model_name=model_name, subgraph=sg, planner=plan.planner,
         title=_title(model_name, sg, plan.planner, int(plan.arena_bytes), lower),
+        names=np.array([analysis.tensor_name(u.tensor) for u in usages], dtype=object),
     )
 
 
@@ -377,3 +382,20 @@ def edits_label(edits) -> str:
         else:
             parts.append(f"{len(items)} tensor dtypes")
     return ", ".join(parts) or "edited"
+
+
+def temporaries_text(data: ChartData, limit: int = 4) -> str:
+    """One line naming the largest kernel temporaries of a chart ("" when it has none), e.g.
+    ``"kernel temporaries (largest 2 of 5): #1 CONV_2D kernel temporary 0 (...) 1.50 MiB at
+    operator 1; ..."``, with the names the runtime gave (``Analysis.temporary_names``)."""
+    rows = np.flatnonzero(data.kind == KINDS.index(KIND_TEMPORARY))
+    if not len(rows):
+        return ""
+    rows = sorted(rows.tolist(), key=lambda r: (-int(data.nbytes[r]), int(data.tensor[r])))
+    parts = []
+    for r in rows[:limit]:
+        name = str(data.names[r]) if data.names is not None else f"temporary {int(data.tensor[r])}"
+        parts.append(f"{name} {format_bytes(int(data.nbytes[r]), 2)} at operator {int(data.x0[r])}")
+    head = (f"kernel temporaries (largest {min(limit, len(rows))} of {len(rows)})"
+            if len(rows) > limit else "kernel temporaries")
+    return f"{head}: " + "; ".join(parts)

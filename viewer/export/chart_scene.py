@@ -41,7 +41,7 @@ class _RectList:
     def drawargs(self):
         return ([QtCore.QRectF(*row) for row in self._mem.tolist()],)
 
-from viewer.export.chart_data import ChartData
+from viewer.export.chart_data import ChartData, temporaries_text
 from viewer.units import format_bytes
 
 from viewer.export._qt_compat import guard_refcount_bug  # noqa: E402
@@ -299,6 +299,8 @@ class ChartPlot:
     #: both charts the larger arena so sizes compare by eye); 0 = this chart's own.
     shared_top: int = 0
     shared_breadth_top: int = 0
+    #: The line naming the largest kernel temporaries (exports), or None.
+    notes: "TitleItem | None" = None
 
     def widest_band(self) -> tuple[float, float]:
         """x extent of the widest-operator band, in operator units."""
@@ -361,15 +363,16 @@ class TitleItem(pg.GraphicsWidget):
 
     SEPARATORS = (" — ", "; ", ": ")
 
-    def __init__(self, text: str, point_size: float = 13.0, color=(40, 40, 40)):
+    def __init__(self, text: str, point_size: float = 13.0, color=(40, 40, 40), bold: bool = True):
         super().__init__()
         self._text = text
         self._font = QtGui.QFont()
         self._font.setPointSizeF(point_size)
-        self._font.setBold(True)
+        self._font.setBold(bold)
         self._color = QtGui.QColor(*color)
         self._line = QtGui.QFontMetricsF(self._font).height()
         self._lines = 1
+        self._floor = 0.0  # a height kept even when fewer lines are needed (match_heights)
         self._height = self._line + 8
         self.setMinimumHeight(self._height)
         self.setMaximumHeight(self._height)
@@ -402,9 +405,10 @@ class TitleItem(pg.GraphicsWidget):
     def fit(self, width: float) -> int:
         """Choose one or two lines for ``width`` pixels; returns the number of lines."""
         lines = len(self._split(width - 8))
-        if lines != self._lines:
+        height = max(self._line * lines + 8, self._floor)
+        if lines != self._lines or height != self._height:
             self._lines = lines
-            self._height = self._line * lines + 8
+            self._height = height
             self.setMinimumHeight(self._height)
             self.setMaximumHeight(self._height)
             self.updateGeometry()
@@ -461,8 +465,31 @@ def fit_legend(legend: pg.LegendItem, width: float) -> int:
     return cols
 
 
+def match_heights(plots) -> float:
+    """Give the title, legend and notes rows of charts shown side by side the same heights, so
+    their packing plots get the same pixel height (with one y range, sizes then compare by
+    eye). Returns the height of the tallest legend."""
+    tallest = 0.0
+    for attr in ("title", "legend", "notes"):
+        items = [getattr(p, attr) for p in plots]
+        if any(i is None for i in items):
+            continue
+        h = max(i.minimumHeight() for i in items)
+        for i in items:
+            if isinstance(i, TitleItem):
+                i._floor = h
+                i.fit(i.size().width() if i.size().width() > 0 else 1e6)
+                h = max(h, i.minimumHeight())
+            i.setMinimumHeight(h)
+            i.setMaximumHeight(h)
+        if attr == "legend":
+            tallest = h
+    return tallest
+
+
 def build_chart(data: ChartData, layout: pg.GraphicsLayout, *, legend_cols: int = 1,
-                legend: str = "right", title_pt: float = 13.0) -> ChartPlot:
+                legend: str = "right", title_pt: float = 13.0,
+                temporaries_line: bool = False) -> ChartPlot:
     """Fill ``layout`` with the complete chart of ``data``.
 
     Rows: the title; the packing plot (x = operator index in execution order, y = arena
@@ -483,6 +510,10 @@ def build_chart(data: ChartData, layout: pg.GraphicsLayout, *, legend_cols: int 
         of ``"top"``. Either way it never covers the plot area.
     title_pt : float
         Point size of the title, which is elided in the middle when the chart is narrow.
+    temporaries_line : bool
+        Add a line under the plots naming the largest kernel temporaries with their runtime
+        names (:func:`viewer.export.chart_data.temporaries_text`; exports, where there is no
+        hover); nothing when the chart has none.
 
     Returns
     -------
@@ -674,10 +705,18 @@ def build_chart(data: ChartData, layout: pg.GraphicsLayout, *, legend_cols: int 
     if geometry.height() > 0 and geometry.width() > 0:
         layout.setGeometry(geometry)
 
+    notes = None
+    text = temporaries_text(data) if temporaries_line else ""
+    if text:
+        notes = TitleItem(text, 8.5, fg, bold=False)
+        layout.addItem(notes, row=4, col=0, colspan=2)
+        if geometry.width() > 0:
+            notes.fit(geometry.width() - 20)
+
     plot = ChartPlot(
         data=data, packing=packing, breadth=breadth, item=item, legend=legend, title=title,
         band=band, breadth_band=breadth_band, band_label=band_label, lower_bound_line=lb_line,
-        arena_line=arena_line, breadth_curve=curve, y_scale=ys, breadth_scale=bs,
+        arena_line=arena_line, breadth_curve=curve, y_scale=ys, breadth_scale=bs, notes=notes,
     )
     packing.setLimits(xMin=-1, xMax=max(data.num_ops, 1) + 1, yMin=-top * 0.05 / ys,
                       yMax=top * 2 / ys)

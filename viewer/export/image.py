@@ -250,7 +250,7 @@ def build_chart_widget(data, width: int, height: int, *, faded=None):
     widget.resize(width, height)
     widget.ci.setGeometry(0, 0, width, height)
     chart = build_chart(data, widget.ci, legend="right" if width >= 1000 else "top",
-                        title_pt=13.0 if width >= 1000 else 11.0)
+                        title_pt=13.0 if width >= 1000 else 11.0, temporaries_line=True)
     if faded is not None:
         chart.item.set_faded(faded)
     return widget, chart
@@ -278,8 +278,8 @@ def build_compare_widget(left, right, width: int, height: int):
     ensure_qt_app()
     import pyqtgraph as pg
 
-    from viewer.export.chart_data import compare_text
-    from viewer.export.chart_scene import THEME, TitleItem, build_chart, fit_legend
+    from viewer.export.chart_data import compare_text, temporaries_text
+    from viewer.export.chart_scene import THEME, TitleItem, build_chart, fit_legend, match_heights
 
     widget = pg.GraphicsLayoutWidget(show=False, size=(width, height))
     widget.setBackground(THEME["background"])
@@ -291,13 +291,19 @@ def build_compare_widget(left, right, width: int, height: int):
     heading = TitleItem(delta, 11.0 if width >= 1200 else 9.5)
     widget.ci.addItem(heading, row=0, col=0, colspan=2)
     heading.fit(width - 16)
+    # The line naming kernel temporaries only when both sides have one: the rows must match.
+    notes = all(temporaries_text(d) for d in (left, right))
     plots = []
     for col, data in enumerate((left, right)):
         sub = widget.ci.addLayout(row=1, col=col)
-        plot = build_chart(data, sub, legend="top", title_pt=11.0 if width >= 1200 else 9.5)
+        plot = build_chart(data, sub, legend="top", title_pt=11.0 if width >= 1200 else 9.5,
+                           temporaries_line=notes)
         fit_legend(plot.legend, width / 2 - 40)
-        plot.title.fit(width / 2 - 30)
+        for item in (plot.title, plot.notes):
+            if item is not None:
+                item.fit(width / 2 - 30)
         plots.append(plot)
+    match_heights(plots)
     top = max(p.y_top() for p in plots)
     btop = max(max(int(p.data.breadth.max()) if len(p.data.breadth) else 0, p.data.lower_bound)
                for p in plots)

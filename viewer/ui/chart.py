@@ -209,7 +209,8 @@ class PackingChart(QWidget):
         offset = int(d.y0[row])
         lines = [
             f"<b>{_esc(a.tensor_name(tensor))}</b> (tensor {tensor}, {u.kind})",
-            f"shape {shape}, {dtype}",
+            f"shape {shape}, {dtype}" if shape != "-" else
+            "kernel temporary: the runtime's scratch for its operator, live only while it runs",
             f"{format_bytes(u.nbytes, 2)} ({u.nbytes:,d} B)",
             f"producer: {_esc(prod)}",
             f"consumers: {_esc(cons)}",

@@ -7,12 +7,13 @@ them gives the delta (arena, lower bound, whether the widest operator moved).
 
 from __future__ import annotations
 
-from PySide6.QtCore import Qt, Signal
+from PySide6.QtCore import QEvent, QObject, Qt, QTimer, Signal
 from PySide6.QtWidgets import QHBoxLayout, QLabel, QSplitter, QVBoxLayout, QWidget
 
 from viewer.analysis.types import Analysis
 from viewer.errors import UsageError
 from viewer.export.chart_data import compare_text
+from viewer.export.chart_scene import match_heights
 from viewer.planning.types import Plan
 from viewer.ui.chart import PackingChart
 
@@ -41,6 +42,7 @@ class CompareView(QWidget):
         self.right = PackingChart(self)
         for chart in (self.left, self.right):
             chart.tensor_hovered.connect(self.tensor_hovered)
+            chart.view.viewport().installEventFilter(self)  # re-match the rows after a resize
         splitter = QSplitter(Qt.Orientation.Horizontal, self)
         splitter.addWidget(self.left)
         splitter.addWidget(self.right)
@@ -126,6 +128,17 @@ class CompareView(QWidget):
 
     # --- internals ----------------------------------------------------------------------------
 
+    def eventFilter(self, obj: QObject, event: QEvent) -> bool:  # noqa: N802 (Qt override)
+        if event.type() == QEvent.Type.Resize:
+            QTimer.singleShot(0, self._match_rows)
+        return super().eventFilter(obj, event)
+
+    def _match_rows(self) -> None:
+        """Same title/legend heights on both sides: the packing plots get the same pixel height."""
+        plots = [c.chart_plot() for c in (self.left, self.right)]
+        if all(p is not None for p in plots):
+            match_heights(plots)
+
     def _share_y(self) -> None:
         plots = [c.chart_plot() for c in (self.left, self.right)]
         if any(p is None for p in plots):
@@ -135,3 +148,4 @@ class CompareView(QWidget):
                    for p in plots)
         for p in plots:
             p.set_shared_top(top, btop)
+        match_heights(plots)
