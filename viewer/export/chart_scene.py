@@ -459,7 +459,10 @@ def fit_legend(legend: pg.LegendItem, width: float) -> int:
     legend.setMinimumSize(0, 0)  # a fixed size from an earlier fit would keep the old geometry
     legend.setMaximumSize(1e6, 1e6)
     legend.updateSize()
-    size = legend.geometry().size()
+    # LegendItem.updateSize leaves out the grid's spacing; the grid's own size hint has it.
+    hint = legend.layout.effectiveSizeHint(QtCore.Qt.SizeHint.PreferredSize)
+    geo = legend.geometry().size()
+    size = QtCore.QSizeF(max(geo.width(), hint.width()), max(geo.height(), hint.height()))
     legend.setMinimumSize(size)
     legend.setMaximumSize(size)
     return cols
