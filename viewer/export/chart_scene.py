@@ -62,9 +62,13 @@ THEME = {
 }
 #: Rectangles drawn with an outline while there are at most this many (else fill only).
 OUTLINE_LIMIT = 20000
+#: ... and while one operator column is at least this many device pixels wide.
+OUTLINE_MIN_PX = 3.0
 #: The packing plot shows the arena up to this multiple of its size: room above the arena line
 #: for the widest-operator annotation and the line labels.
 HEADROOM = 1.22
+#: Height in pixels of one line of in-plot annotation text (band and line labels).
+ANNOTATION_PX = 19.0
 #: Alpha of rectangles filtered out (``set_min_held``).
 FADED_ALPHA = 35
 
@@ -180,8 +184,12 @@ class PackingItem(pg.GraphicsObject):
         # One drawRects per colour straight from the numpy-backed arrays. Replaying a recorded
         # QPicture instead was measured 10x slower (100k rectangles, 1600x1000 raster: 200 ms
         # vs 23 ms): QPicture replays a rectangle list one primitive at a time.
+        # Outlines only while an operator column is at least OUTLINE_MIN_PX wide on the device:
+        # thinner, a 1 px outline per rectangle would paint a dense chart in its edge colour.
+        outline = abs(p.transform().m11()) >= OUTLINE_MIN_PX
+        no_pen = QtGui.QPen(QtCore.Qt.PenStyle.NoPen)
         for brush, pen, arr in self._groups:
-            p.setPen(pen)
+            p.setPen(pen if outline else no_pen)
             p.setBrush(brush)
             p.drawRects(*arr.drawargs())
 
@@ -301,6 +309,8 @@ class ChartPlot:
     shared_breadth_top: int = 0
     #: The line naming the largest kernel temporaries (exports), or None.
     notes: "TitleItem | None" = None
+    #: True while the packing plot shows the full view (reset_view), until the user zooms/pans.
+    at_home: bool = False
 
     def widest_band(self) -> tuple[float, float]:
         """x extent of the widest-operator band, in operator units."""
@@ -317,20 +327,35 @@ class ChartPlot:
         curve (each at least this chart's own), then reset the view."""
         self.shared_top, self.shared_breadth_top = int(arena_top), int(breadth_top)
         top = self.y_top()
-        # The widest operator's annotation stays at the top of the (shared) view.
-        self.band_label.setPos(self.band_label.pos().x(), top * (HEADROOM - 0.005) / self.y_scale)
         self.packing.setLimits(yMin=-top * 0.05 / self.y_scale, yMax=top * 2 / self.y_scale)
         self.reset_view()
+
+    def headroom(self) -> float:
+        """Factor above the arena shown by :meth:`reset_view`: :data:`HEADROOM`, or more when
+        the plot is short, so the widest-operator annotation (at the top) and the arena's
+        label (above its line) get two text lines between them and never overlap."""
+        h = float(self.packing.getViewBox().height())
+        if h <= 0:
+            return HEADROOM
+        need = 2.4 * ANNOTATION_PX
+        return max(HEADROOM, h / max(h - need, 0.25 * h))
 
     def reset_view(self) -> None:
         """Show every operator and the whole arena (with room for the annotations)."""
         d = self.data
         top = self.y_top()
+        room = self.headroom()
         self.packing.setXRange(0, max(d.num_ops, 1), padding=0.01)
-        self.packing.setYRange(0, top * HEADROOM / self.y_scale, padding=0)
+        self.packing.setYRange(0, top * room / self.y_scale, padding=0)
+        self.band_label.setPos(self.band_label.pos().x(), top * (room - 0.003) / self.y_scale)
         btop = int(d.breadth.max()) if len(d.breadth) else 0
         btop = max(btop, d.lower_bound, self.shared_breadth_top, 1)
         self.breadth.setYRange(0, btop * 1.2 / self.breadth_scale, padding=0)
+        self.at_home = True
+
+    def _on_packing_resized(self, *_args) -> None:
+        if self.at_home:  # keep the full view's headroom right for the new height
+            self.reset_view()
 
 
 def _pen(rgb, width=1.0, style=QtCore.Qt.PenStyle.SolidLine):
@@ -726,4 +751,7 @@ def build_chart(data: ChartData, layout: pg.GraphicsLayout, *, legend_cols: int 
     breadth.setLimits(xMin=-1, xMax=max(data.num_ops, 1) + 1)
     breadth.setMouseEnabled(x=True, y=False)
     plot.reset_view()
+    vb = packing.getViewBox()
+    vb.sigResized.connect(plot._on_packing_resized)
+    vb.sigRangeChangedManually.connect(lambda *_: setattr(plot, "at_home", False))
     return plot

@@ -103,6 +103,7 @@ class PackingChart(QWidget):
         self._rebuild()
         if ranges is not None and self._chart is not None:  # switching plans keeps the zoom
             self._chart.packing.setXRange(*ranges[0], padding=0)
+            self._chart.at_home = False
 
     def clear(self) -> None:
         """Show nothing."""
@@ -134,6 +135,7 @@ class PackingChart(QWidget):
             self._rebuild()
             if ranges is not None and self._chart is not None:
                 self._chart.packing.setRange(xRange=ranges[0], yRange=ranges[1], padding=0)
+                self._chart.at_home = False
 
     def color_mode(self) -> str:
         return self._color_mode
@@ -447,8 +449,10 @@ class PackingChart(QWidget):
             vb.translateBy(y=-dy)
         elif key in (Qt.Key.Key_0, Qt.Key.Key_Home):
             self.reset_view()
+            return True
         else:
             return False
+        chart.at_home = False  # zoomed or panned: a resize keeps this view
         return True
 
     def view_range(self) -> tuple[tuple[float, float], tuple[float, float]]:
