@@ -36,6 +36,9 @@ def test_two_charts_on_one_y_scale_titled_with_label_arena_and_bound(view, tmp_p
     assert rt.startswith("what-if: tensor 1 x2") and "lower bound" in rt
     assert view.delta_text() == compare_text(view.left.chart_data(), view.right.chart_data())
     assert view.delta_label.text() == view.delta_text()
+    view.set_views((a, pa, "l"), (b, pb, "r"), note="both without kernel temporaries")
+    assert view.delta_label.text() == view.delta_text() + " — both without kernel temporaries"
+    view.set_views((a, pa, "baseline: s.tflite"), (b, pb, "what-if: tensor 1 x2"))
     assert "lower bound" in view.delta_text() and "widest operator" in view.delta_text()
     # Switching colour mode rebuilds both charts and keeps the shared scale.
     view.set_color_mode("op")

@@ -311,6 +311,8 @@ class ChartPlot:
     notes: "TitleItem | None" = None
     #: True while the packing plot shows the full view (reset_view), until the user zooms/pans.
     at_home: bool = False
+    #: The breadth curve's lower-bound line.
+    breadth_lower_bound_line: "pg.InfiniteLine | None" = None
 
     def widest_band(self) -> tuple[float, float]:
         """x extent of the widest-operator band, in operator units."""
@@ -327,6 +329,14 @@ class ChartPlot:
         curve (each at least this chart's own), then reset the view."""
         self.shared_top, self.shared_breadth_top = int(arena_top), int(breadth_top)
         top = self.y_top()
+        line = self.breadth_lower_bound_line
+        if line is not None and line.label is not None:
+            # A lower bound well under the shared top: its label goes above the line, where the
+            # axis cannot cut it (the curve peaks at the line only at the widest operator).
+            above = self.shared_breadth_top >= 1.5 * max(self.data.lower_bound, 1)
+            x, _ = line.label.anchors[0]
+            line.label.anchors = [(x, 1 if above else 0)] * 2
+            line.label.updatePosition()
         self.packing.setLimits(yMin=-top * 0.05 / self.y_scale, yMax=top * 2 / self.y_scale)
         self.reset_view()
 
@@ -745,6 +755,7 @@ def build_chart(data: ChartData, layout: pg.GraphicsLayout, *, legend_cols: int 
         data=data, packing=packing, breadth=breadth, item=item, legend=legend, title=title,
         band=band, breadth_band=breadth_band, band_label=band_label, lower_bound_line=lb_line,
         arena_line=arena_line, breadth_curve=curve, y_scale=ys, breadth_scale=bs, notes=notes,
+        breadth_lower_bound_line=blb,
     )
     packing.setLimits(xMin=-1, xMax=max(data.num_ops, 1) + 1, yMin=-top * 0.05 / ys,
                       yMax=top * 2 / ys)

@@ -59,12 +59,14 @@ class CompareView(QWidget):
 
     # --- API --------------------------------------------------------------------------------
 
-    def set_views(self, left: Side, right: Side, *, subgraph: int | None = None) -> None:
+    def set_views(self, left: Side, right: Side, *, subgraph: int | None = None,
+                  note: str = "") -> None:
         """Show ``left`` (the baseline) and ``right`` (the edit), each ``(analysis, plan,
         label)``; the label stands in the chart's title in place of the model name.
 
         Both packing plots then show bytes ``0..max(arena, lower bound)`` of the larger side,
-        both breadth curves the larger breadth.
+        both breadth curves the larger breadth. ``note`` follows the delta line (e.g. why
+        kernel temporaries are left out of both sides).
 
         Raises
         ------
@@ -83,7 +85,7 @@ class CompareView(QWidget):
         self._share_y()
         ld, rd = self.left.chart_data(), self.right.chart_data()
         self._delta = compare_text(ld, rd)
-        self.delta_label.setText(self._delta)
+        self.delta_label.setText(self._delta + (f" — {note}" if note else ""))
 
     def clear(self, message: str = "") -> None:
         """Show nothing (with ``message`` in place of the delta line)."""

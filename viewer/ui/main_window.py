@@ -830,7 +830,12 @@ class MainWindow(QMainWindow):
         if resp is None or base is None:
             self.compare.clear("Open a model: the compare view shows its baseline beside the what-if.")
             return
-        base = base.showing(self._with_temporaries)
+        # Like with like: kernel temporaries on both sides or on neither (a storage-dtype
+        # what-if is planned without the runtime, so it has none).
+        with_t = self._with_temporaries and bool(getattr(resp, "temporaries_shown", False))
+        note = "" if with_t or not self._with_temporaries or not base.has_temporaries else (
+            "both without kernel temporaries (the what-if was not measured)")
+        base = base.showing(with_t)
         same = self._planner if self._planner in base.plans and self._planner in resp.plans else None
         left, right = base.plans.get(same or base.best), resp.plans.get(same or resp.best)
         if left is None or right is None:
@@ -841,7 +846,7 @@ class MainWindow(QMainWindow):
         label = (f"what-if: {what}" if what
                  else ("reordered" if getattr(resp, "reorder", None) is not None else f"shown: {name}"))
         self.compare.set_views((base.analysis, left, f"baseline: {name}"), (resp.analysis, right, label),
-                               subgraph=resp.request.subgraph)
+                               subgraph=resp.request.subgraph, note=note)
 
     def _sync_tensor_dtypes(self) -> None:
         """Forget the per-tensor storage what-ifs when another model or subgraph is shown."""
