@@ -176,3 +176,37 @@ def test_subgraph_that_does_not_exist(tmp_path):
     m = load_model(write(tmp_path, "a.tflite", add_chain()))
     with pytest.raises(SubgraphError, match="no subgraph 5"):
         m.subgraph(5)
+
+
+def test_tables_sharing_one_huge_vector_do_not_make_reading_quadratic(tmp_path):
+    """Many tensors pointing at one long shape vector: refused quickly, not read for minutes."""
+    import flatbuffers
+
+    n_t, dims = 3000, 3000
+    b = flatbuffers.Builder(1 << 16)
+    S.TensorStartShapeVector(b, dims)
+    for _ in range(dims):
+        b.PrependInt32(1)
+    shape = b.EndVector()
+    ts = []
+    for _ in range(n_t):
+        S.TensorStart(b)
+        S.TensorAddShape(b, shape)  # every tensor shares the same 3000-long shape
+        ts.append(S.TensorEnd(b))
+    S.SubGraphStartTensorsVector(b, n_t)
+    for t in reversed(ts):
+        b.PrependUOffsetTRelative(t)
+    tv = b.EndVector()
+    S.SubGraphStart(b)
+    S.SubGraphAddTensors(b, tv)
+    sg = S.SubGraphEnd(b)
+    S.ModelStartSubgraphsVector(b, 1)
+    b.PrependUOffsetTRelative(sg)
+    sgs = b.EndVector()
+    S.ModelStart(b)
+    S.ModelAddVersion(b, 3)
+    S.ModelAddSubgraphs(b, sgs)
+    b.Finish(S.ModelEnd(b), file_identifier=b"TFL3")
+    p = write(tmp_path, "shared.tflite", bytes(b.Output()))
+    with pytest.raises(ModelFormatError, match="more vector elements than the file can hold"):
+        load_model(p)

@@ -91,6 +91,10 @@ class _Reader:
         self.path = path
         self.buf = buf
         self.size = size
+        # Every vector element sits in its own bytes of the file, so a well-formed model has
+        # fewer than size/4 of them in total. A hostile file can point many tables at one huge
+        # vector; this budget keeps the read linear in the file size instead of quadratic.
+        self.budget = size // 2 + 100_000
 
     # -- guarded access ----------------------------------------------------------------------
     def fail(self, step: str, reason: str) -> ModelFormatError:
@@ -105,10 +109,15 @@ class _Reader:
                 AttributeError, MemoryError) as e:
             raise self.fail(step, f"malformed or truncated flatbuffer ({type(e).__name__}: {e})") from None
 
-    def count(self, step: str, n: int, min_elem_bytes: int = 4) -> int:
+    def count(self, step: str, n: int, min_elem_bytes: int = 4, *, iterated: bool = True) -> int:
         """A vector length, rejected when it cannot fit in the file (so loops stay bounded)."""
         if n < 0 or n * min_elem_bytes > self.size:
             raise self.fail(step, f"vector length {n} does not fit in a {self.size}-byte file")
+        if iterated:
+            self.budget -= n
+        if self.budget < 0:
+            raise self.fail(step, "more vector elements than the file can hold (tables share "
+                                  "vectors in a loop?); not a well-formed model")
         return n
 
     def string(self, raw: bytes | None) -> str:
@@ -173,7 +182,7 @@ class _Reader:
             return 0
         n = b.DataLength()
         if n:
-            self.count(f"buffers[{i}].data", n, 1)
+            self.count(f"buffers[{i}].data", n, 1, iterated=False)
             return int(n)
         off, size = int(b.Offset()), int(b.Size())
         if off > 1 and size > 0:

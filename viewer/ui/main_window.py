@@ -85,6 +85,9 @@ class MainWindow(QMainWindow):
     def __init__(self, settings: QSettings | None = None, measure: bool | None = None,
                  parent: QWidget | None = None):
         super().__init__(parent)
+        from viewer.ui import gc_guard
+
+        gc_guard.install()  # cycles collected on this thread only: no worker-thread Qt deadlock
         self.settings = settings if settings is not None else QSettings("ArenaViewer", "arena-viewer")
         if measure is None:
             measure = str(self.settings.value("measure", "true")).lower() == "true"
