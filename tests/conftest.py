@@ -52,3 +52,17 @@ def models_dir() -> Path:
     if not MODELS.exists():
         pytest.skip(f"{MODELS} not present (../shared is not beside this checkout)")
     return MODELS
+
+
+@pytest.fixture(autouse=True)
+def _gc_on_gui_thread(request):
+    """GUI tests collect cyclic garbage on the GUI thread only, as the application does
+    (viewer.ui.gc_guard): a collection in a worker thread can deadlock Qt against the GIL."""
+    if f"{os.sep}ui{os.sep}" not in str(request.path):
+        yield
+        return
+    request.getfixturevalue("qapp")
+    from viewer.ui import gc_guard
+
+    gc_guard.install()
+    yield
