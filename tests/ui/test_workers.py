@@ -88,7 +88,7 @@ def test_event_loop_keeps_ticking_while_20k_tensors_are_planned(qtbot):
     progress = []
     runner.progressed.connect(lambda f, m: progress.append((len(ticks), f, m)))
     req = AnalysisRequest("synthetic.tflite", model=model, measure=False,
-                          planners=("naive", "greedy_by_breadth"))
+                          planners=("naive", "greedy_by_breadth", "strip_packing", "litert"))
     timer.start()
     with qtbot.waitSignal(runner.response_ready, timeout=120_000) as blocker:
         runner.submit(req)
