@@ -142,6 +142,36 @@ def main() -> int:
     print(f"  colour-mode switch (rebuild)  {median_ms(switch_mode, max(3, args.frames // 3)):9.1f} ms")
     print(f"  hover hit-test (numpy)        {median_ms(hover, 3) / len(xs):9.3f} ms per lookup")
     chart.close()
+
+    # The compare view: the same plan beside a second one (another seed), on one y scale.
+    import tempfile
+
+    from viewer.export.image import export_compare
+    from viewer.ui.compare import CompareView
+
+    b, plan_b = synthetic(args.rects, args.ops, seed=1)
+    view = CompareView()
+    view.resize(args.width, args.height)
+    view.show()
+
+    def set_views():
+        view.set_views((a, plan, "left"), (b, plan_b, "right"))
+        app.processEvents()
+
+    def compare_frame():
+        image.fill(QColor("white"))
+        view.render(image)
+
+    with tempfile.TemporaryDirectory() as tmp:
+        def export_pair():
+            export_compare((a, plan, "left"), (b, plan_b, "right"), f"{tmp}/pair.png",
+                           width=args.width, height=args.height)
+
+        print(f"compare view: two plans of {args.rects:,d} rectangles side by side")
+        print(f"  set_views (two charts + scale){median_ms(set_views, 3):9.1f} ms")
+        print(f"  repaint frame (both charts)   {median_ms(compare_frame, args.frames):9.1f} ms")
+        print(f"  export_compare PNG            {median_ms(export_pair, 3):9.1f} ms")
+    view.close()
     return 0
 
 
