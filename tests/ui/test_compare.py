@@ -45,6 +45,8 @@ def test_two_charts_on_one_y_scale_titled_with_label_arena_and_bound(view, tmp_p
     assert view.y_tops()[0] == pytest.approx(view.y_tops()[1])
     view.export(str(tmp_path / "pair.png"), 1200, 600)
     assert png_size(tmp_path / "pair.png") == (1200, 600)
+    assert view.export_dialog(str(tmp_path / "pair.svg")) == str(tmp_path / "pair.svg")
+    assert "what-if: tensor 1 x2" in (tmp_path / "pair.svg").read_text()
 
 
 def test_both_packing_plots_get_the_same_pixel_height(view, qtbot):

@@ -8,10 +8,19 @@ them gives the delta (arena, lower bound, whether the widest operator moved).
 from __future__ import annotations
 
 from PySide6.QtCore import QEvent, QObject, Qt, QTimer, Signal
-from PySide6.QtWidgets import QHBoxLayout, QLabel, QSplitter, QVBoxLayout, QWidget
+from PySide6.QtWidgets import (
+    QFileDialog,
+    QHBoxLayout,
+    QLabel,
+    QMessageBox,
+    QSplitter,
+    QToolButton,
+    QVBoxLayout,
+    QWidget,
+)
 
 from viewer.analysis.types import Analysis
-from viewer.errors import UsageError
+from viewer.errors import UsageError, ViewerError
 from viewer.export.chart_data import compare_text
 from viewer.export.chart_scene import match_heights
 from viewer.planning.types import Plan
@@ -52,6 +61,11 @@ class CompareView(QWidget):
         lay.setContentsMargins(0, 0, 0, 0)
         top = QHBoxLayout()
         top.addWidget(self.delta_label, 1)
+        self.export_button = QToolButton(self)
+        self.export_button.setText("Export image…")
+        self.export_button.setToolTip("Save the pair, on one y scale, as PNG or SVG")
+        self.export_button.clicked.connect(lambda: self.export_dialog())
+        top.addWidget(self.export_button)
         lay.addLayout(top)
         lay.addWidget(splitter, 1)
         self._sides: tuple[Side, Side] | None = None
@@ -121,6 +135,21 @@ class CompareView(QWidget):
         if ld is None or rd is None:
             raise UsageError(f"{path}: nothing to compare (open a model and make a what-if edit first)")
         export_compare(ld, rd, path, width=int(width), height=int(height))
+
+    def export_dialog(self, path: str | None = None) -> str | None:
+        """Ask for a file (PNG or SVG by its suffix, 2000 x 900 px) and export the pair there;
+        a failure is shown in a dialog. Returns the path written, or None."""
+        if path is None:
+            path, _ = QFileDialog.getSaveFileName(self, "Export compare image", "compare.png",
+                                                  "PNG image (*.png);;SVG image (*.svg)")
+            if not path:
+                return None
+        try:
+            self.export(path)
+        except (ViewerError, OSError) as e:
+            QMessageBox.warning(self, "Export failed", str(e))
+            return None
+        return path
 
     def set_color_mode(self, mode: str) -> None:
         """Colour both charts by tensor kind or producer op (see :meth:`PackingChart.set_color_mode`)."""
