@@ -469,9 +469,9 @@ def _finish(subgraph: Subgraph, usages: tuple[TensorUsage, ...], outside, temps,
     diff = np.zeros(m + 1, dtype=np.int64)
     naive = 0
     for u in usages:
+        naive += u.nbytes  # the naive sum gives every tensor its own bytes, in-place ones too
         if u.alias_of is not None:
             continue
-        naive += u.nbytes
         diff[u.first_op] += u.nbytes
         diff[min(u.last_op, m - 1) + 1] -= u.nbytes
     breadth = np.cumsum(diff)[:m] if n_ops else np.zeros(0, dtype=np.int64)

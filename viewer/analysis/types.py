@@ -105,7 +105,8 @@ class Analysis:
         Shape (num_ops,), int64: bytes live at each operator (the operator breadth); an
         in-place alias counts once, with its root.
     naive_bytes : int
-        Sum of every arena tensor's bytes (aliases counted once): the naive sum.
+        Sum of every arena tensor's bytes, each tensor its own (in-place aliases included):
+        the naive sum people usually quote. (The ``naive`` plan keeps LiteRT's in-place sharing.)
     lower_bound_bytes : int
         ``breadth.max()``: no plan can be smaller.
     widest_op : int
