@@ -371,7 +371,11 @@ def analyze(subgraph: Subgraph, *, temporaries: Iterable[Temporary] = (), model=
         if u.kind != KIND_TEMPORARY and u.producer is not None
         and _sized_by_kernel(subgraph, subgraph.operators[u.producer], u.tensor)
     )
-    return _finish(subgraph, tuple(usages), outside, temps, alloc_queue, kernel_sized)
+    analysis = _finish(subgraph, tuple(usages), outside, temps, alloc_queue, kernel_sized)
+    names = {tmp.id: tmp.name for tmp in temp_list if tmp.name}
+    if names:
+        object.__setattr__(analysis, "temporary_names", names)
+    return analysis
 
 
 def _persistent_ro_outputs(subgraph: Subgraph) -> set[int]:
