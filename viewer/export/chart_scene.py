@@ -672,7 +672,7 @@ def build_chart(data: ChartData, layout: pg.GraphicsLayout, *, legend_cols: int 
     arena_line = pg.InfiniteLine(
         pos=data.arena_bytes / ys, angle=0, movable=False, pen=_pen(THEME["arena"], 1.5),
         label=f"arena {format_bytes(data.arena_bytes, 2)} ({data.planner})"
-        + (" = lower bound" if same else f", lower bound +{_gap_text(data)}"),
+        + (" = lower bound" if same else f": +{_gap_text(data)} over the lower bound"),
         labelOpts={"position": 0.98, "color": THEME["arena"], "anchors": [(1, 1), (1, 1)],
                    "fill": pg.mkBrush(255, 255, 255, 210)},
     )
