@@ -45,6 +45,61 @@ def run(args: argparse.Namespace) -> int:
 
         model = load_model(path)
         model.subgraph(args.subgraph)
+    _check_display()
     from viewer.ui.app import run_gui
 
     return run_gui(path, model=model, subgraph=args.subgraph, measure=args.measure)
+
+
+def _check_display() -> None:
+    """On Linux, say in one line why no window can open, instead of letting Qt abort.
+
+    Raises
+    ------
+    viewer.errors.UsageError
+        No display to open a window on, or Qt's xcb platform lacks libxcb-cursor0.
+    """
+    import sys
+
+    if not sys.platform.startswith("linux") or os.environ.get("QT_QPA_PLATFORM"):
+        return
+    if not os.environ.get("DISPLAY") and not os.environ.get("WAYLAND_DISPLAY"):
+        raise UsageError(
+            "no display to open the window on (DISPLAY is not set); use the headless commands "
+            "(arena-viewer plan/export/check/measure MODEL) or set QT_QPA_PLATFORM=offscreen"
+        )
+    if os.environ.get("DISPLAY") and not os.environ.get("WAYLAND_DISPLAY"):
+        import ctypes.util
+
+        if ctypes.util.find_library("xcb-cursor") is None:
+            raise UsageError(
+                "Qt's X11 (xcb) platform needs the libxcb-cursor0 library, which is not installed "
+                "(Debian/Ubuntu: apt install libxcb-cursor0)"
+            )
+        if not _x_display_reachable():
+            raise UsageError(
+                f"cannot connect to the X display {os.environ['DISPLAY']!r}; use the headless commands "
+                "(arena-viewer plan/export/check/measure MODEL) or set QT_QPA_PLATFORM=offscreen"
+            )
+
+
+def _x_display_reachable() -> bool:
+    """True when libxcb can connect to $DISPLAY (or when we cannot tell)."""
+    import ctypes
+    import ctypes.util
+
+    name = ctypes.util.find_library("xcb")
+    if name is None:
+        return True
+    try:
+        xcb = ctypes.CDLL(name)
+        xcb.xcb_connect.restype = ctypes.c_void_p
+        xcb.xcb_connect.argtypes = [ctypes.c_char_p, ctypes.c_void_p]
+        xcb.xcb_connection_has_error.argtypes = [ctypes.c_void_p]
+        xcb.xcb_disconnect.argtypes = [ctypes.c_void_p]
+        conn = xcb.xcb_connect(None, None)
+        ok = xcb.xcb_connection_has_error(conn) == 0
+        xcb.xcb_disconnect(conn)
+        return ok
+    except (OSError, AttributeError):
+        return True
