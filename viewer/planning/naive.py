@@ -7,7 +7,7 @@ from viewer.planning.registry import register
 from viewer.planning.types import DEFAULT_ALIGNMENT, Plan, PlanningProblem, align_up
 
 
-@register("naive", "Naive (no sharing)", source="every tensor its own bytes")
+@register("naive", "Naive (no reuse)", source="every buffer its own bytes; in-place outputs still share their input's, as in LiteRT")
 def plan_naive(
     problem: PlanningProblem,
     alignment: int = DEFAULT_ALIGNMENT,
@@ -24,7 +24,9 @@ def plan_naive(
     Returns
     -------
     Plan
-        ``arena_bytes`` is the naive sum of sizes plus alignment padding.
+        ``arena_bytes``: the sum of the buffers' sizes plus alignment padding. In-place outputs
+        (RESHAPE and friends) are not buffers of their own, so this is below the analysis'
+        ``naive_bytes``, which gives every tensor its own bytes.
     """
     offsets: dict[int, int] = {}
     top = 0
