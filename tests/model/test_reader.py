@@ -210,3 +210,14 @@ def test_tables_sharing_one_huge_vector_do_not_make_reading_quadratic(tmp_path):
     p = write(tmp_path, "shared.tflite", bytes(b.Output()))
     with pytest.raises(ModelFormatError, match="more vector elements than the file can hold"):
         load_model(p)
+
+
+def test_fifo_and_devices_are_refused_without_blocking(tmp_path):
+    import os
+
+    fifo = tmp_path / "pipe.tflite"
+    os.mkfifo(fifo)
+    with pytest.raises(ModelFormatError, match="not a regular file"):
+        load_model(fifo)
+    with pytest.raises(ModelFormatError, match="not a regular file"):
+        load_model("/dev/zero")

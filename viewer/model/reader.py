@@ -11,6 +11,7 @@ from __future__ import annotations
 import mmap
 import os
 import re
+import stat
 import struct
 from pathlib import Path
 from typing import Any, Callable, TypeVar
@@ -68,6 +69,12 @@ def load_model(path: str | os.PathLike) -> Model:
         raise ModelFormatError(p, "open", "no such file")
     if p.is_dir():
         raise ModelFormatError(p, "open", "is a directory, not a .tflite file")
+    try:
+        if not stat.S_ISREG(p.stat().st_mode):
+            # A FIFO would block forever on open; a device has no size to map.
+            raise ModelFormatError(p, "open", "not a regular file (a pipe, socket or device)")
+    except OSError as e:
+        raise ModelFormatError(p, "open", e.strerror or str(e)) from None
     try:
         size = p.stat().st_size
         f = p.open("rb")
