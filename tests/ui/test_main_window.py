@@ -16,6 +16,7 @@ from viewer.export.chart_data import build_chart_data
 from viewer.planning.verify import verify_plan
 from viewer.resources import DEMO_MODEL, resource_path
 from viewer.ui import dialogs
+from viewer.ui.tensor_table import TensorTable
 from viewer.ui.main_window import MainWindow
 from viewer.ui.workers import MEASURED
 
@@ -647,7 +648,19 @@ def test_window_layout_is_remembered_and_reset(qtbot, settings):
     dock2 = w2.findChild(QDockWidget, "table_dock")
     assert not dock2.isVisible()
     (reset,) = [a for a in w2.menuBar().actions()[1].menu().actions() if a.text() == "Reset &layout"]
+    w2.compare_dock.show()
     reset.trigger()
     assert dock2.isVisible() and (w2.width(), w2.height()) == (1400, 860)
+    assert not w2.compare_dock.isVisible()  # opened on request only
     assert settings.value("window/state") is None
     w2.close()
+
+
+def test_search_that_hides_every_tensor_says_so(qtbot, window):
+    open_and_wait(qtbot, window, resource_path(DEMO_MODEL))
+    table = window.findChild(TensorTable)
+    table.search.setText("no-such-tensor-name")
+    assert table.proxy.rowCount() == 0 and table.no_match.isVisibleTo(window)
+    assert "no-such-tensor-name" in table.no_match.text()
+    table.search.clear()
+    assert not table.no_match.isVisibleTo(window)

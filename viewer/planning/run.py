@@ -68,7 +68,12 @@ def run_planners(
 
 
 def best_plan_name(plans: dict[str, Plan]) -> str | None:
-    """Name of the smallest plan (first registered wins a tie); None when empty."""
+    """Name of the smallest plan; None when empty.
+
+    On a tie the first registered wins, except ``naive``, which is a baseline and never "best"
+    while any other plan ties it.
+    """
     if not plans:
         return None
-    return min(plans, key=lambda n: (plans[n].arena_bytes, list(plans).index(n)))
+    order = list(plans)
+    return min(plans, key=lambda n: (plans[n].arena_bytes, n == "naive", order.index(n)))

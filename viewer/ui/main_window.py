@@ -104,6 +104,7 @@ class MainWindow(QMainWindow):
         self.setWindowTitle(APP_NAME)
         self.setAcceptDrops(True)
         self.resize(DEFAULT_SIZE)
+        self.setMinimumSize(640, 480)  # below this the docks paint over each other
 
         self.chart = PackingChart(self)
         self.setCentralWidget(self.chart)
@@ -666,6 +667,9 @@ class MainWindow(QMainWindow):
             dock.setFloating(False)
             dock.setVisible(True)
         self.findChild(QDockWidget, "side_dock").raise_()
+        compare = getattr(self, "compare_dock", None)
+        if compare is not None:
+            compare.hide()  # opened on request only (View > Compare with baseline)
         if not (self.isMaximized() or self.isFullScreen()):
             self.resize(DEFAULT_SIZE)
         self.settings.remove("window/geometry")
@@ -803,6 +807,7 @@ class MainWindow(QMainWindow):
         self.compare_dock = self._add_dock("Compare with baseline", self.compare,
                                            Qt.DockWidgetArea.BottomDockWidgetArea, "compare_dock")
         self.compare_dock.hide()
+        self.compare.setMinimumHeight(380)  # two charts with legends need room to be readable
         self.compare_action = self.compare_dock.toggleViewAction()
         self.compare_action.setText("&Compare with baseline")
         self.compare_action.setStatusTip(

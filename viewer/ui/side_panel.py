@@ -310,7 +310,8 @@ class SidePanel(QScrollArea):
         self.file_label.setToolTip(m.path)
         self.graph_label.setText(
             f"{len(sg.operators)} operators, {len(sg.tensors)} tensors, "
-            f"{len([u for u in a.usages if u.alias_of is None])} in the arena")
+            f"{len(a.usages)} arena tensors"
+            + (f" ({n_alias} in-place)" if (n_alias := sum(u.alias_of is not None for u in a.usages)) else ""))
         self.weights_label.setText(f"{_b(m.weights_bytes)}\nfile-backed, reclaimable")
         self.naive_label.setText(_b(a.naive_bytes))
         self.lower_label.setText(lower_bound_text(resp))

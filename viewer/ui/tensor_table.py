@@ -15,7 +15,7 @@ from PySide6.QtCore import (
     Qt,
     Signal,
 )
-from PySide6.QtWidgets import QAbstractItemView, QHeaderView, QLineEdit, QTableView, QVBoxLayout, QWidget
+from PySide6.QtWidgets import QAbstractItemView, QHeaderView, QLabel, QLineEdit, QTableView, QVBoxLayout, QWidget
 
 from viewer.analysis.types import Analysis
 from viewer.planning.types import Plan
@@ -118,7 +118,11 @@ class TensorTable(QWidget):
         self._syncing = False
         lay = QVBoxLayout(self)
         lay.setContentsMargins(2, 2, 2, 2)
+        self.no_match = QLabel(self)
+        self.no_match.setStyleSheet("color: #8a6d00;")
+        self.no_match.hide()
         lay.addWidget(self.search)
+        lay.addWidget(self.no_match)
         lay.addWidget(self.view)
 
     def set_view(self, analysis: Analysis | None, plan: Plan | None) -> None:
@@ -132,6 +136,15 @@ class TensorTable(QWidget):
             self._syncing = False
         if selected is not None:
             self.select_tensor(selected)
+        self._update_no_match()
+
+    def _update_no_match(self) -> None:
+        """Say so when the search hides every row (e.g. a search kept from another model)."""
+        text = self.search.text()
+        empty = bool(text) and self.proxy.rowCount() == 0 and self.model.rowCount() > 0
+        self.no_match.setText(f"No tensor matches “{text}”; clear the search to see all "
+                              f"{self.model.rowCount()}." if empty else "")
+        self.no_match.setVisible(empty)
 
     def selected_tensor(self) -> int | None:
         rows = self.view.selectionModel().selectedRows()
@@ -173,6 +186,7 @@ class TensorTable(QWidget):
             QRegularExpression(QRegularExpression.escape(text),
                                QRegularExpression.PatternOption.CaseInsensitiveOption)
         )
+        self._update_no_match()
 
     def _on_view_selection_changed(self, *_):
         if self._syncing:

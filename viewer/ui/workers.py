@@ -32,7 +32,7 @@ from viewer.planning.types import DEFAULT_ALIGNMENT, Plan
 from viewer.whatif.edits import WhatIfEdits
 
 #: Key of the plan measured from the real runtime in :attr:`AnalysisResponse.plans`.
-MEASURED = "litert-measured"
+MEASURED = "litert_measured"  # the same key as `plan --measure` (viewer.runtime.probe.MEASURED_PLANNER)
 MEASURED_LABEL = "LiteRT (measured)"
 
 
