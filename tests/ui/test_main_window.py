@@ -664,3 +664,53 @@ def test_search_that_hides_every_tensor_says_so(qtbot, window):
     assert "no-such-tensor-name" in table.no_match.text()
     table.search.clear()
     assert not table.no_match.isVisibleTo(window)
+
+
+# --- round 3: rejected what-if resets the panel, edits in the chart title, budget verdict ----
+
+
+def test_rejected_whatif_puts_the_panel_back_to_the_applied_edits(qtbot, window, dialogs_seen):
+    base = open_and_wait(qtbot, window, shared_model(SMALL))  # ends in a fixed RESHAPE
+    img = window.whatif.input_editors()[0]
+    original = img.shape_edit.text()
+    emitted = []
+    window.whatif.edits_changed.connect(emitted.append)
+    with qtbot.waitSignal(window.open_failed, timeout=60_000):
+        img.set_hw(4096, 4096)
+    assert dialogs_seen and dialogs_seen[0][0] == "What-if not applied"
+    assert window.response is base
+    # The form shows what the chart shows again, and no new what-if was started.
+    assert (img.shape_edit.text(), img.h.value(), img.w.value()) == (original, 128, 128)
+    assert window.whatif.edits().is_empty()
+    assert len(emitted) == 1
+    with qtbot.waitSignal(window.open_failed, timeout=60_000):
+        window.whatif.batch.setValue(2)
+    assert window.whatif.batch.value() == 1 and window.whatif.edits().is_empty()
+
+
+def test_chart_title_names_the_whatif_edits(qtbot, window, dialogs_seen):
+    open_and_wait(qtbot, window, resource_path(DEMO_MODEL))  # fully convolutional
+    assert "what-if" not in window.chart.chart_data().title
+    with qtbot.waitSignal(window.view_changed, timeout=60_000):
+        window.whatif.batch.setValue(2)
+    title = window.chart.chart_data().title
+    assert "what-if: " in title and "batch 2" in title, title
+    assert dialogs_seen == []
+
+
+def test_budget_verdict_in_the_whatif_tab(qtbot, window):
+    from viewer.whatif.budget import BudgetSettings
+
+    base = open_and_wait(qtbot, window, resource_path(DEMO_MODEL))
+    arena = base.plans[window.planner].arena_bytes
+    verdict = window.whatif.verdict
+    assert not verdict.isVisibleTo(window.whatif)
+    window.whatif.use_budget.setChecked(True)
+    window.whatif.weights.setCurrentIndex(window.whatif.weights.findData("mapped"))
+    window.whatif.limit.unit.setCurrentText("B")
+    window.whatif.limit.value.setValue(arena - 1)
+    assert verdict.isVisibleTo(window.whatif)
+    assert verdict.text().startswith("over budget by 1 B (binding operator #"), verdict.text()
+    assert "c62828" in verdict.styleSheet() and "c62828" in window.side.budget_label.text()
+    window.whatif.limit.value.setValue(arena)
+    assert verdict.text() == "fits, headroom 0 B" and "1a7f37" in verdict.styleSheet()

@@ -135,3 +135,26 @@ def test_compare_reports_the_change_and_a_moved_widest_operator():
     assert "widest operator moved: 1 FULLY_CONNECTED -> 2 FULLY_CONNECTED" in c["lines"]
     same = compare(a0, p0, a0, p0)
     assert same["arena_delta"] == 0 and same["arena_ratio"] == 1.0 and not same["widest_moved"]
+
+
+def test_show_edits_sets_the_controls_without_emitting(panel, qtbot):
+    img = panel.input_editors()[0]
+    seen = []
+    panel.edits_changed.connect(seen.append)
+    applied = WhatIfEdits(input_shapes={0: (1, 480, 640, 3)}, batch=2, activation_dtype="float16")
+    panel.show_edits(applied)
+    assert (img.shape_edit.text(), img.h.value(), img.w.value()) == ("1x480x640x3", 480, 640)
+    assert panel.edits() == applied
+    panel.show_edits(None)
+    assert (img.shape_edit.text(), img.h.value(), img.w.value()) == ("1x240x320x3", 240, 320)
+    assert panel.edits().is_empty()
+    assert seen == []
+
+
+def test_verdict_line_colour_and_hidden_when_empty(panel):
+    panel.set_verdict("over budget by 1.00 KiB (binding operator #0 RELU)", False)
+    assert panel.verdict.isVisibleTo(panel) and "c62828" in panel.verdict.styleSheet()
+    panel.set_verdict("fits, headroom 1.00 KiB", True)
+    assert "1a7f37" in panel.verdict.styleSheet()
+    panel.set_verdict("")
+    assert not panel.verdict.isVisibleTo(panel)

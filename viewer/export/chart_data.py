@@ -384,6 +384,14 @@ def edits_label(edits) -> str:
     return ", ".join(parts) or "edited"
 
 
+def titled_model_name(model_name: str, edits) -> str:
+    """``model_name`` with the what-if edits for a chart's title (:func:`edits_label`), e.g.
+    ``"unet_256.tflite — what-if: input 0=1x512x512x3, batch 4, activations float16"``;
+    ``model_name`` alone when there are no edits."""
+    what = edits_label(edits)
+    return f"{model_name} — what-if: {what}" if what else model_name
+
+
 def temporaries_text(data: ChartData, limit: int = 4) -> str:
     """One line naming the largest kernel temporaries of a chart ("" when it has none), e.g.
     ``"kernel temporaries (largest 2 of 5): #1 CONV_2D kernel temporary 0 (...) 1.50 MiB at

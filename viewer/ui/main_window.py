@@ -22,6 +22,7 @@ from PySide6.QtWidgets import (
 )
 
 from viewer.errors import ViewerError
+from viewer.export.chart_data import titled_model_name
 from viewer.resources import DEMO_MODEL, resource_path
 from viewer.ui import dialogs
 from viewer.ui.chart import PackingChart
@@ -41,6 +42,7 @@ from viewer.ui.workers import (
     optimal_summary,
     plan_label,
 )
+from viewer.units import format_bytes
 from viewer.whatif.edits import WhatIfEdits
 
 APP_NAME = "Arena Viewer"
@@ -121,6 +123,7 @@ class MainWindow(QMainWindow):
         side_dock.raise_()
         self.whatif.edits_changed.connect(self._on_whatif_edits_changed)
         self.whatif.budget_changed.connect(self.side.set_budget)
+        self.whatif.budget_changed.connect(self._update_budget_verdict)
 
         self.runner = TaskRunner(self)
         self.runner.response_ready.connect(self._on_runner_response_ready)
@@ -499,6 +502,8 @@ class MainWindow(QMainWindow):
             # Our shape inference could not do it: let the runtime try.
             self._confirm_whatif(self._edits_pending)
             return
+        if kind in ("what-if", "what-if-estimate"):
+            self._restore_applied_edits()
         shown = " (the previous view stays)" if self._resp is not None else ""
         self.status_label.setText(message + shown)
         self.open_failed.emit(message)
@@ -508,6 +513,15 @@ class MainWindow(QMainWindow):
                 self.settings.setValue("recent_files", [p for p in self.recent_files() if p not in bad])
                 self._rebuild_recent_menu()
         dialogs.show_error(self, _FAIL_TITLES[kind], message)
+
+    def _restore_applied_edits(self) -> None:
+        """After a rejected what-if, the panel (and the chart's per-tensor storage what-ifs)
+        show the edits that are applied again, or the model's own shapes; nothing is re-planned."""
+        applied = self._edits if self._full is not None else None
+        self._edits_pending = applied
+        self.whatif.show_edits(applied)
+        if hasattr(self, "_tensor_dtypes"):
+            self._tensor_dtypes = dict(applied.tensor_dtypes) if applied is not None else {}
 
     def _on_runner_progressed(self, fraction: float, message: str) -> None:
         self.progress.setValue(int(1000 * fraction))
@@ -535,11 +549,40 @@ class MainWindow(QMainWindow):
         if resp is None or self._planner not in resp.plans:
             self.chart.clear()
             self.table.set_view(None, None)
+            self.whatif.set_verdict("")
             return
         plan = resp.plans[self._planner]
-        self.chart.set_view(resp.analysis, plan, model_name=os.path.basename(resp.model.path),
-                            subgraph=resp.request.subgraph)
+        name = titled_model_name(os.path.basename(resp.model.path), resp.request.edits)
+        self.chart.set_view(resp.analysis, plan, model_name=name, subgraph=resp.request.subgraph)
         self.table.set_view(resp.analysis, plan)
+        self._update_budget_verdict()
+
+    def _update_budget_verdict(self, *_args) -> None:
+        """The budget verdict under the what-if panel's budget inputs: the same report the
+        Summary shows (``BudgetSettings.report`` for the shown plan), in one line."""
+        resp, name = self._resp, self._planner
+        settings = self.whatif.budget()
+        if resp is None or name not in resp.plans or settings.limit_bytes is None:
+            self.whatif.set_verdict("")
+            return
+        a, edits = resp.analysis, resp.request.edits
+        batch = 1
+        if edits is not None and edits.batch:
+            batch = edits.batch
+        elif a.subgraph.inputs and a.subgraph.tensors[a.subgraph.inputs[0]].shape:
+            batch = max(1, a.subgraph.tensors[a.subgraph.inputs[0]].shape[0])
+        rep = settings.report(
+            arena_bytes=resp.plans[name].arena_bytes, weights_bytes=resp.model.weights_bytes,
+            batch=batch, binding_op=a.widest_op,
+            binding_op_name=a.op_name(a.widest_op) if a.widest_op >= 0 else "")
+        if rep is None:
+            self.whatif.set_verdict("")
+        elif rep.fits:
+            self.whatif.set_verdict(f"fits, headroom {format_bytes(rep.headroom_bytes)}", True)
+        else:
+            binding = (f" (binding operator #{rep.binding_op} {rep.binding_op_name})"
+                       if rep.binding_op >= 0 else "")
+            self.whatif.set_verdict(f"over budget by {format_bytes(-rep.headroom_bytes)}{binding}", False)
 
     def set_planner(self, name: str) -> None:
         """Show plan ``name`` (a key of the response's plans)."""

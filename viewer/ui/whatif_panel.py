@@ -104,11 +104,16 @@ class _InputEditor(QWidget):
         self._sync_text_from_hw()
 
     def reset(self) -> None:
+        self.show_shape(self.original)
+
+    def show_shape(self, shape) -> None:
+        """Show ``shape`` in the editors without emitting ``changed``."""
+        shape = tuple(int(d) for d in shape)
         self._updating = True
-        self.shape_edit.setText(_dims(self.original))
-        if self.is_image:
-            self.h.setValue(self.original[1])
-            self.w.setValue(self.original[2])
+        self.shape_edit.setText(_dims(shape))
+        if self.is_image and len(shape) == 4:
+            self.h.setValue(shape[1])
+            self.w.setValue(shape[2])
         self._updating = False
         self.error.hide()
 
@@ -254,6 +259,11 @@ class WhatIfPanel(QWidget):
         self.weights.addItem("mapped (page cache, not counted)", "mapped")
         self.weights.currentIndexChanged.connect(self._on_budget_control_changed)
         form.addRow("weights", self.weights)
+        self.verdict = QLabel("")
+        self.verdict.setWordWrap(True)
+        self.verdict.setToolTip("the shown plan against the limit (details in the Summary tab)")
+        self.verdict.hide()
+        form.addRow(self.verdict)
         outer.addWidget(box)
 
         self.reset_button = QPushButton("Reset edits")
@@ -314,6 +324,33 @@ class WhatIfPanel(QWidget):
             self.runtime.nbytes(),
             self.weights.currentData(),
         )
+
+    def show_edits(self, edits: WhatIfEdits | None) -> None:
+        """Set the controls to ``edits`` (None: the model's own shapes, batch and dtypes).
+
+        Emits nothing: the window calls it to go back to the edits that are applied after it
+        rejected a newer one. Input keys are input positions (int); ``tensor_dtypes`` are not
+        shown here.
+        """
+        shapes = dict(edits.input_shapes) if edits is not None else {}
+        self._quiet = True
+        try:
+            for ed in self._inputs:
+                s = shapes.get(ed.position)
+                ed.show_shape(s if s is not None and len(s) == len(ed.original) else ed.original)
+            base_batch = self._inputs[0].original[0] if self._inputs and self._inputs[0].original else 1
+            self.batch.setValue(max(1, edits.batch if edits is not None and edits.batch else base_batch))
+            k = self.dtype.findData(edits.activation_dtype) if edits is not None else 0
+            self.dtype.setCurrentIndex(max(0, k))
+        finally:
+            self._quiet = False
+
+    def set_verdict(self, text: str, fits: bool | None = None) -> None:
+        """One line under the budget inputs: green when ``fits``, red when not; hidden when empty."""
+        color = "#1a7f37" if fits else "#c62828"
+        self.verdict.setText(text)
+        self.verdict.setStyleSheet(f"color: {color}" if fits is not None else "")
+        self.verdict.setVisible(bool(text))
 
     def reset(self) -> None:
         """Back to the model's own shapes, batch and dtypes; emits ``edits_changed`` once."""
