@@ -106,7 +106,7 @@ def test_what_if_edits_are_named_in_the_title(tmp_path, capsys, qapp):
     out = tmp_path / "b2.svg"
     rc, stdout, err = run_cli(capsys, "export", model, "-o", out, "--batch", 2)
     assert rc == 0, err
-    assert "chain.tflite [what-if: batch 2] — subgraph 0" in out.read_text()
+    assert "chain.tflite — what-if: batch 2 — subgraph 0" in out.read_text()
     assert "lower bound 4.50 KiB" in stdout  # twice the batch-1 lower bound
 
 

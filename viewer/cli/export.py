@@ -58,10 +58,9 @@ def run(args: argparse.Namespace) -> int:
     plans = run_planners(problem, names, time_limit=args.time_limit)
     chosen = args.planner if args.planner is not None else best_plan_name(plans)
     plan = plans[chosen]
-    name = os.path.basename(args.model)
-    what_if = _edits_text(edits)
-    if what_if:
-        name = f"{name} [what-if: {what_if}]"
+    from viewer.export.chart_data import titled_model_name
+
+    name = titled_model_name(os.path.basename(args.model), edits)  # same title as the window
     export_chart(prep.analysis, plan, out, width=args.width, height=args.height,
                  model_name=name, subgraph=args.subgraph, color_by=args.color_by)
     for note in prep.notes:
