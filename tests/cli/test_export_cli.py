@@ -117,3 +117,17 @@ def test_subgraph_without_operators_exports_an_empty_chart(tmp_path, capsys, qap
     rc, stdout, err = run_cli(capsys, "export", model, "-o", out, "--width", 640, "--height", 400)
     assert rc == 0, err
     assert png_size(out) == (640, 400) and "arena 0 B" in stdout
+
+
+def test_export_never_overwrites_the_model_through_a_link(tmp_path, capsys):
+    from tests.tflite_builder import add_chain, write
+    from viewer.cli import main
+
+    model = write(tmp_path, "m.tflite", add_chain(2))
+    before = model.read_bytes()
+    link = tmp_path / "chart.png"
+    link.symlink_to(model)
+    rc = main(["export", str(model), "-o", str(link)])
+    err = capsys.readouterr().err
+    assert rc == 2 and "refusing to overwrite the input model" in err
+    assert model.read_bytes() == before

@@ -49,6 +49,9 @@ def run(args: argparse.Namespace) -> int:
         if not MIN_SIZE <= v <= MAX_SIZE:
             raise UsageError(f"--{name} {v}: use {MIN_SIZE}..{MAX_SIZE} pixels")
     check_output(out, args.width, args.height)  # before the model is read and planned
+    from viewer.export.paths import check_output_path
+
+    check_output_path(out, args.model, what="chart")  # never replace the model by a chart
     edits = edits_from_args(args)
     if args.compare:
         return _run_compare(args, out, edits)
