@@ -396,7 +396,7 @@ class SidePanel(QScrollArea):
             which = "with kernel temporaries" if resp.temporaries_shown else "tensors only"
             shown = "included in" if resp.temporaries_shown else "left out of"
             text = (f"measured arena {_b(arena)}, {gap_pct(arena, lb):+.1f} % over the lower "
-                    f"bound shown ({which}); {n_tmp} kernel {"temporary" if n_tmp == 1 else "temporaries"} measured, {shown} "
+                    f"bound shown ({which}); {n_tmp} kernel {'temporary' if n_tmp == 1 else 'temporaries'} measured, {shown} "
                     f"the chart")
             if resp.measure_note:
                 text += f"\n{resp.measure_note}"
