@@ -127,12 +127,10 @@ def _measure(prep, timeout: float):
 
 def _beyond_the_arena(model, subgraph_index: int, a, plans, best):
     """Persistent bytes and the arenas of subgraphs reached through control flow."""
-    from viewer.whatif.footprint import reachable_subgraphs
     from viewer.analysis.intervals import analyze
+    from viewer.whatif.footprint import persistent_bytes, reachable_subgraphs
 
-    sg = a.subgraph
-    persistent = sum(sg.tensors[k].nbytes for k, why in a.outside.items()
-                     if k < len(sg.tensors) and ("persistent" in why or "variable" in why or "resource" in why))
+    persistent = persistent_bytes(a)
     notes, others = [], []
     name = best if best in plans else None
     for idx, how in reachable_subgraphs(model, subgraph_index):

@@ -139,6 +139,15 @@ def reachable_subgraphs(model: Model, entry: int) -> list[tuple[int, str]]:
     return out
 
 
+def persistent_bytes(analysis: Analysis) -> int:
+    """Bytes of the tensors our analysis puts outside the arena but in anonymous memory:
+    prepare-time folded outputs, variables and resource handles (not mapped constants)."""
+    sg = analysis.subgraph
+    return int(sum(sg.tensors[k].nbytes for k, why in analysis.outside.items()
+                   if k < len(sg.tensors) and ("persistent" in why or "variable" in why
+                                               or "resource" in why)))
+
+
 def _plan(analysis: Analysis, planner: str, time_limit: float | None) -> Plan:
     problem = analysis.problem()
     if planner == "best":
@@ -223,10 +232,7 @@ def footprint(
         persistent = sum(t.nbytes for t in probe.tensors
                          if t.id in probe.outside and "persistent" in probe.outside[t.id])
     else:
-        sg = analysis.subgraph
-        persistent = sum(sg.tensors[k].nbytes for k, why in analysis.outside.items()
-                         if k < len(sg.tensors) and ("persistent" in why or "variable" in why
-                                                     or "resource" in why))
+        persistent = persistent_bytes(analysis)
 
     others = []
     for idx, how in reachable_subgraphs(model, subgraph_index):
