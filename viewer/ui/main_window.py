@@ -26,7 +26,7 @@ from viewer.export.chart_data import titled_model_name
 from viewer.resources import DEMO_MODEL, resource_path
 from viewer.ui import dialogs
 from viewer.ui.chart import PackingChart
-from viewer.ui.side_panel import SidePanel
+from viewer.ui.side_panel import SidePanel, budget_report
 from viewer.ui.tensor_table import TensorTable
 from viewer.ui.whatif_panel import WhatIfPanel
 from viewer.ui.workers import (
@@ -565,16 +565,7 @@ class MainWindow(QMainWindow):
         if resp is None or name not in resp.plans or settings.limit_bytes is None:
             self.whatif.set_verdict("")
             return
-        a, edits = resp.analysis, resp.request.edits
-        batch = 1
-        if edits is not None and edits.batch:
-            batch = edits.batch
-        elif a.subgraph.inputs and a.subgraph.tensors[a.subgraph.inputs[0]].shape:
-            batch = max(1, a.subgraph.tensors[a.subgraph.inputs[0]].shape[0])
-        rep = settings.report(
-            arena_bytes=resp.plans[name].arena_bytes, weights_bytes=resp.model.weights_bytes,
-            batch=batch, binding_op=a.widest_op,
-            binding_op_name=a.op_name(a.widest_op) if a.widest_op >= 0 else "")
+        rep = budget_report(settings, resp, name)
         if rep is None:
             self.whatif.set_verdict("")
         elif rep.fits:

@@ -169,31 +169,16 @@ class SidePanel(QScrollArea):
         lay.addWidget(box)
 
         # Reordered operators (the reorder what-if)
-        self.reorder_box = QGroupBox("Reordered operators")
-        v = QVBoxLayout(self.reorder_box)
-        self.reorder_label = QLabel("-")
-        self.reorder_label.setWordWrap(True)
-        self.reorder_label.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
-        v.addWidget(self.reorder_label)
+        self.reorder_box, self.reorder_label = _text_box("Reordered operators")
         self.reorder_box.setVisible(False)
         lay.addWidget(self.reorder_box)
 
         # Measured
-        box = QGroupBox("Measured (LiteRT runtime)")
-        v = QVBoxLayout(box)
-        self.measured_label = QLabel("-")
-        self.measured_label.setWordWrap(True)
-        self.measured_label.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
-        v.addWidget(self.measured_label)
+        box, self.measured_label = _text_box("Measured (LiteRT runtime)")
         lay.addWidget(box)
 
         # Device budget and what-if change
-        self.budget_box = QGroupBox("Budget and what-if")
-        v = QVBoxLayout(self.budget_box)
-        self.budget_label = QLabel("-")
-        self.budget_label.setWordWrap(True)
-        self.budget_label.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
-        v.addWidget(self.budget_label)
+        self.budget_box, self.budget_label = _text_box("Budget and what-if")
         lay.addWidget(self.budget_box)
         self._budget = None  # BudgetSettings from the what-if panel
         self._baseline: AnalysisResponse | None = None  # the unedited model, for comparisons
@@ -434,15 +419,7 @@ class SidePanel(QScrollArea):
                 lines += [_html(x) for x in c["lines"]]
                 lines += [_html(n) for n in resp.notes]
             if self._budget is not None and getattr(self._budget, "limit_bytes", None) is not None:
-                batch = 1
-                if edits is not None and edits.batch:
-                    batch = edits.batch
-                elif a.subgraph.inputs and a.subgraph.tensors[a.subgraph.inputs[0]].shape:
-                    batch = max(1, a.subgraph.tensors[a.subgraph.inputs[0]].shape[0])
-                rep = self._budget.report(
-                    arena_bytes=plan.arena_bytes, weights_bytes=resp.model.weights_bytes,
-                    batch=batch, binding_op=a.widest_op,
-                    binding_op_name=a.op_name(a.widest_op) if a.widest_op >= 0 else "")
+                rep = budget_report(self._budget, resp, name)
                 if rep is not None:
                     color = "#1a7f37" if rep.fits else "#c62828"
                     lines.append(f"<b style='color:{color}'>{_html(rep.message)}</b>")
@@ -568,4 +545,32 @@ class SidePanel(QScrollArea):
             self.tensor_selected.emit(int(item.data(Qt.ItemDataRole.UserRole)))
 
 
-__all__ = ["SidePanel", "MEASURED"]
+def _text_box(title: str) -> tuple[QGroupBox, QLabel]:
+    """A titled group box holding one word-wrapped, selectable label."""
+    box = QGroupBox(title)
+    label = QLabel("-")
+    label.setWordWrap(True)
+    label.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
+    QVBoxLayout(box).addWidget(label)
+    return box, label
+
+
+def budget_report(settings, resp: AnalysisResponse, name: str):
+    """``settings.report(...)`` for plan ``name`` of ``resp``: the one budget figure the
+    Summary and the what-if panel's verdict both show (None without a limit).
+
+    The batch is the edited batch, else the first input's leading dimension.
+    """
+    a, edits = resp.analysis, resp.request.edits
+    batch = 1
+    if edits is not None and edits.batch:
+        batch = edits.batch
+    elif a.subgraph.inputs and a.subgraph.tensors[a.subgraph.inputs[0]].shape:
+        batch = max(1, a.subgraph.tensors[a.subgraph.inputs[0]].shape[0])
+    return settings.report(
+        arena_bytes=resp.plans[name].arena_bytes, weights_bytes=resp.model.weights_bytes,
+        batch=batch, binding_op=a.widest_op,
+        binding_op_name=a.op_name(a.widest_op) if a.widest_op >= 0 else "")
+
+
+__all__ = ["SidePanel", "MEASURED", "budget_report"]
