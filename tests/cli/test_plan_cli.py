@@ -172,3 +172,15 @@ def test_plan_counts_persistent_and_names_control_flow_subgraphs(capsys):
     r = json.loads(out)
     assert sorted(s["subgraph"] for s in r["subgraphs_reached"]) == [1, 2]
     assert any("control flow" in n for n in r["notes"])
+
+
+def test_plan_measure_at_an_edited_batch_replays_the_runtime(capsys):
+    """--measure probes the runtime at the edited shapes: our litert plan equals its arena."""
+    from viewer.resources import resource_path
+
+    rc, out, err = run_cli(capsys, "plan", str(resource_path("demo_unet.tflite")), "--json", "--measure",
+                           "--batch", "2", "--planner", "litert")
+    assert rc == 0, err
+    r = json.loads(out)
+    assert r["plans"]["litert"]["arena_bytes"] == r["plans"]["litert_measured"]["arena_bytes"]
+    assert r["tensors"][0]["shape"][0] == 2

@@ -90,9 +90,11 @@ def _run_compare(args: argparse.Namespace, out: str, edits) -> int:
     chosen = args.planner if args.planner is not None else best_plan_name(base_plans)
     edit_plans = run_planners(edited.analysis.problem(), [chosen], time_limit=args.time_limit)
     bp, ep = base_plans[chosen], edit_plans[chosen]
+    from viewer.export.chart_data import edits_label
+
     name = os.path.basename(args.model)
     export_compare((base.analysis, bp, f"baseline: {name}"),
-                   (edited.analysis, ep, f"what-if: {_edits_text(edits)}"), out,
+                   (edited.analysis, ep, f"what-if: {edits_label(edits)}"), out,
                    width=args.width, height=args.height, color_by=args.color_by,
                    subgraph=args.subgraph)
     for note in edited.notes:
@@ -103,9 +105,3 @@ def _run_compare(args: argparse.Namespace, out: str, edits) -> int:
           f"{format_bytes(edited.analysis.lower_bound_bytes, 2)}, {args.width}x{args.height}")
     return 0
 
-
-def _edits_text(edits) -> str:
-    """Short description of the what-if edits for the chart's title ("" when none)."""
-    from viewer.export.chart_data import edits_label
-
-    return edits_label(edits)

@@ -110,12 +110,8 @@ def _measure(prep, timeout: float):
     edits = prep.edits
     if edits is not None and (edits.activation_dtype or edits.tensor_dtypes):
         return prep.analysis, None, ["--measure skipped: the runtime cannot run a storage-precision what-if"]
-    shapes = None
-    if edits is not None and not edits.is_empty():
-        from viewer.whatif.edits import apply_edits
-
-        shapes = dict(apply_edits(prep.model, prep.subgraph_index, edits, shape_source="inferred").input_shapes) or None
-    probe = probe_model(prep.model.path, prep.subgraph_index, input_shapes=shapes, timeout=timeout)
+    probe = probe_model(prep.model.path, prep.subgraph_index,
+                        input_shapes=dict(prep.input_shapes) or None, timeout=timeout)
     if not probe.ok:
         return prep.analysis, None, [f"not measured: {probe.error}; kernel temporaries are missing"]
     try:

@@ -5,7 +5,8 @@ Used the same way by the CLI (synchronously) and by the GUI's workers.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from typing import Mapping
 
 from viewer.analysis.intervals import analyze
 from viewer.analysis.types import Analysis, Temporary
@@ -28,6 +29,8 @@ class Prepared:
     estimated : bool
         Shapes come from our own inference rather than the runtime's.
     notes : tuple of str
+    input_shapes : Mapping[int, tuple of int]
+        Graph input tensor index -> shape after the edits (empty when nothing was edited).
     """
 
     model: Model
@@ -36,6 +39,7 @@ class Prepared:
     analysis: Analysis
     estimated: bool = False
     notes: tuple[str, ...] = ()
+    input_shapes: Mapping[int, tuple[int, ...]] = field(default_factory=dict, compare=False, hash=False)
 
 
 def prepare(
@@ -60,4 +64,5 @@ def prepare(
     edited = (apply_edits(model, subgraph_index, edits) if edits is None or edits.is_empty()
               else apply_edits(model, subgraph_index, edits, shape_source=shape_source))
     analysis = analyze(edited.subgraph, temporaries=temporaries, model=model)
-    return Prepared(model, subgraph_index, edits, analysis, edited.estimated, edited.notes)
+    return Prepared(model, subgraph_index, edits, analysis, edited.estimated, edited.notes,
+                    dict(edited.input_shapes))
