@@ -26,10 +26,12 @@ from viewer.planning.run import best_plan_name, default_planner_names, run_plann
 from viewer.planning.types import DEFAULT_ALIGNMENT, Plan
 from viewer.whatif.edits import WhatIfEdits, apply_edits
 
-#: Option keys of control-flow operators that name another subgraph.
+#: Option keys (schema object API, snake_case) of operators that name another subgraph:
+#: WHILE, IF, CALL_ONCE, CALL and the StableHLO control-flow/composite/sort/scatter options.
 _SUBGRAPH_KEYS = ("cond_subgraph_index", "body_subgraph_index", "then_subgraph_index",
                   "else_subgraph_index", "init_subgraph_index", "subgraph", "subgraph_index",
-                  "decomposition_subgraph_index", "body", "cond", "branch_subgraph_indices")
+                  "decomposition_subgraph_index", "branch_subgraph_indices",
+                  "comparator_subgraph_index", "update_computation_subgraph_index")
 
 
 @dataclass(frozen=True)
