@@ -463,7 +463,7 @@ class MainWindow(QMainWindow):
         Asks for the file when ``path`` is None, and before replacing an existing file; never
         writes over the open model. Returns the path written, or None.
         """
-        from viewer.model.writer import write_reordered
+        from viewer.export.model_copy import write_reordered
 
         full = self._full
         if full is None or full.reorder is None:
@@ -489,7 +489,8 @@ class MainWindow(QMainWindow):
         if not dialogs.confirm_overwrite(self, path):
             return None
         try:
-            n = write_reordered(src, path, full.request.subgraph, full.reorder.order)
+            n = write_reordered(src, path, full.request.subgraph, full.reorder.order,
+                                force=True)  # confirm_overwrite asked
         except ViewerError as e:
             dialogs.show_error(self, "Not saved", str(e))
             return None
@@ -818,9 +819,9 @@ class MainWindow(QMainWindow):
         report = build_report(resp.model, resp.request.subgraph, resp.analysis, resp.plans,
                               resp.best, notes=notes, edits=edits)
         try:
-            write_report(report, path)
-        except OSError as e:
-            dialogs.show_error(self, "Export failed", f"{path}: {e.strerror or e}")
+            write_report(report, path, force=True)  # confirm_overwrite asked
+        except ViewerError as e:
+            dialogs.show_error(self, "Export failed", str(e))
             return None
         self.settings.setValue("export_dir", os.path.dirname(os.path.abspath(path)))
         self.status_label.setText(f"Wrote {path}")
