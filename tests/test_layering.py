@@ -1,4 +1,4 @@
-"""Dependencies point one way: ui -> export -> whatif/runtime -> planning -> analysis -> model.
+"""Dependencies point one way: ui -> export -> whatif/runtime -> planning -> analysis -> ops -> model.
 
 No Qt below viewer.ui except viewer.export (where rendering needs it), and export never imports ui.
 """
@@ -9,8 +9,8 @@ import ast
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1] / "viewer"
-RANK = {"model": 0, "analysis": 1, "planning": 2, "runtime": 3, "whatif": 3, "export": 4, "ui": 5, "cli": 6,
-        "resources": 0}
+RANK = {"model": 0, "ops": 0.5, "analysis": 1, "planning": 2, "runtime": 3, "whatif": 3, "export": 4, "ui": 5,
+        "cli": 6, "resources": 0}
 ANYWHERE = {"errors", "units", "__init__", "__main__"}
 QT = ("PySide6", "pyqtgraph", "shiboken6")
 
