@@ -22,6 +22,8 @@ COMMANDS = {
     "check": "check",
     "plan-csv": "plan_csv",
     "reorder": "reorder",
+    "overlay": "overlay",
+    "compare": "compare",
     "gui": "gui",
 }
 
