@@ -38,7 +38,7 @@ def show(label: str, ts: list[float]) -> None:
 @contextlib.contextmanager
 def one_shot():
     """Route the window's probes through a fresh process each, as before the worker."""
-    from viewer.ui import workers
+    from viewer.document import work as workers
     from viewer.whatif import apply
 
     saved = workers._probe_resident, apply._probe_subprocess

@@ -24,6 +24,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Mapping, Sequence
 
+from viewer.runtime.spawn import child_command
 from viewer.errors import RuntimeProbeError
 from viewer.planning.types import DEFAULT_ALIGNMENT, Plan
 
@@ -40,7 +41,7 @@ REGION_OTHER = "other (custom or non-CPU allocation)"
 #: The planner name of a plan read back from the runtime.
 MEASURED_PLANNER = "litert_measured"
 
-_CHILD = "viewer.runtime._child"  # started by viewer.runtime.launch.child_command
+_CHILD = "viewer.runtime._child"
 _ROOT = str(Path(__file__).resolve().parents[2])
 
 
@@ -236,12 +237,18 @@ class RuntimeProbe:
         return self
 
 
+def _child_env() -> dict[str, str]:
+    """The runtime child's environment: ours, the package importable, TensorFlow's INFO off."""
+    env = dict(os.environ)
+    env["PYTHONPATH"] = _ROOT + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
+    env.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+    return env
+
+
 def _run_child(args: list[str], path: str, timeout: float, what: str) -> dict:
     """Run the child with ``args``; return its JSON or a dict with ``ok: False`` and one line."""
-    from viewer.runtime.launch import child_command, child_env
-
-    env = child_env()
-    cmd = child_command(*args)
+    env = _child_env()
+    cmd = child_command(_CHILD, *args)
     try:
         proc = subprocess.run(
             cmd, stdin=subprocess.DEVNULL, capture_output=True, timeout=timeout, env=env,

@@ -3,7 +3,8 @@
 Starting a fresh Python process with numpy and LiteRT costs ~150 ms; a probe inside a warm
 process costs a few milliseconds (MobileNet v2: ~3 ms for a fresh ``Interpreter``,
 ``resize_tensor_input``, ``allocate_tensors`` and the read-back). :class:`RuntimeWorker` keeps
-one ``python -m viewer.runtime._child serve MODEL`` alive and sends it the same arguments the
+one ``viewer.runtime._child serve MODEL`` process alive (started through
+:func:`viewer.runtime.spawn.child_command`) and sends it the same arguments the
 one-shot child takes, so its answers are the one-shot probe's (:func:`probe_resident` returns
 a :class:`~viewer.runtime.probe.RuntimeProbe` built by the same code). Every request builds a
 fresh ``Interpreter``: nothing from an earlier request (a resize, a delegate) carries over.
@@ -28,13 +29,17 @@ import threading
 from typing import Mapping, Sequence
 
 from viewer.runtime.probe import (
+    _CHILD,
+    _ROOT,
     _answered,
+    _child_env,
     _crashed,
     _run_child,
     display_path,
     model_file_error,
     probe_model,
 )
+from viewer.runtime.spawn import child_command
 
 _TIMEOUT, _EOF = object(), object()
 
@@ -90,14 +95,12 @@ class RuntimeWorker:
 
     def _start(self, shown: str) -> str:
         """Start the child and wait until it is ready; "" or one line saying why not."""
-        from viewer.runtime.launch import ROOT, child_command, child_env
-
-        env = child_env()
+        env = _child_env()
         env.pop("ARENA_VIEWER_CHILD_HOOK", None)  # sent with each request instead
         try:
             proc = subprocess.Popen(
-                child_command("serve", self.path), stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                stderr=subprocess.PIPE, env=env, cwd=ROOT,
+                child_command(_CHILD, "serve", self.path), stdin=subprocess.PIPE,
+                stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env, cwd=_ROOT,
             )
         except OSError as e:
             return f"{shown}: could not start the LiteRT worker process: {e}"
