@@ -1,4 +1,4 @@
-"""Dependencies point one way: ui -> export -> document -> whatif/runtime -> planning -> analysis -> model.
+"""Dependencies point one way: ui -> export -> document -> whatif/runtime -> planning -> analysis -> ops -> model.
 
 No Qt below viewer.ui except viewer.export (where rendering needs it), and export never imports ui.
 """
@@ -11,7 +11,7 @@ import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1] / "viewer"
-RANK = {"model": 0, "analysis": 1, "planning": 2, "runtime": 3, "whatif": 3, "document": 4, "export": 5, "ui": 6,
+RANK = {"model": 0, "ops": 0.5, "analysis": 1, "planning": 2, "runtime": 3, "whatif": 3, "document": 4, "export": 5, "ui": 6,
         "cli": 7,
         "resources": 0}
 ANYWHERE = {"errors", "units", "__init__", "__main__"}
