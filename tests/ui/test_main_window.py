@@ -648,10 +648,10 @@ def test_window_layout_is_remembered_and_reset(qtbot, settings):
     dock2 = w2.findChild(QDockWidget, "table_dock")
     assert not dock2.isVisible()
     (reset,) = [a for a in w2.menuBar().actions()[1].menu().actions() if a.text() == "Reset &layout"]
-    w2.compare_dock.show()
+    w2.set_compare_visible(True)
     reset.trigger()
     assert dock2.isVisible() and (w2.width(), w2.height()) == (1400, 860)
-    assert not w2.compare_dock.isVisible()  # opened on request only
+    assert not w2.compare.isVisible()  # opened on request only
     assert settings.value("window/state") is None
     w2.close()
 

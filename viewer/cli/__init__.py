@@ -22,6 +22,8 @@ COMMANDS = {
     "check": "check",
     "plan-csv": "plan_csv",
     "reorder": "reorder",
+    "overlay": "overlay",
+    "compare": "compare",
     "gui": "gui",
 }
 
@@ -108,5 +110,9 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def entry_point() -> None:
-    """Console-script entry point."""
+    """Console-script entry point (also a frozen bundle's, where it may start a runtime child)."""
+    from viewer.runtime.spawn import run_child_if_asked
+
+    if run_child_if_asked(sys.argv[1:]):
+        sys.exit(0)
     sys.exit(main())

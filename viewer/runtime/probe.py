@@ -18,12 +18,12 @@ import os
 import shutil
 import signal
 import subprocess
-import sys
 import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Mapping, Sequence
 
+from viewer.runtime.spawn import child_command
 from viewer.errors import RuntimeProbeError
 from viewer.planning.types import DEFAULT_ALIGNMENT, Plan
 
@@ -262,7 +262,7 @@ def _run_child(args: list[str], path: str, timeout: float, what: str) -> dict:
     env = dict(os.environ)
     env["PYTHONPATH"] = _ROOT + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
     env.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
-    cmd = [sys.executable, "-m", _CHILD, *args]
+    cmd = child_command(_CHILD, *args)
     try:
         proc = subprocess.run(
             cmd, stdin=subprocess.DEVNULL, capture_output=True, timeout=timeout, env=env,

@@ -209,10 +209,14 @@ class WhatIfPanel(QWidget):
         Whenever a shape, the batch or the dtype changes. Input keys are input positions (int).
     budget_changed(BudgetSettings)
         Whenever the budget, the runtime overhead or the weights mode changes.
+    reset_requested()
+        The Reset edits button: every edit goes (the window's document also drops the
+        per-tensor storage what-ifs and puts these controls back with :meth:`show_edits`).
     """
 
     edits_changed = Signal(object)
     budget_changed = Signal(object)
+    reset_requested = Signal()
 
     def __init__(self, parent=None):
         super().__init__(parent)
@@ -267,7 +271,9 @@ class WhatIfPanel(QWidget):
         outer.addWidget(box)
 
         self.reset_button = QPushButton("Reset edits")
-        self.reset_button.clicked.connect(self.reset)
+        self.reset_button.setToolTip("Undo every edit: shapes, batch, precision and the per-tensor "
+                                     "storage what-ifs of the chart's context menu")
+        self.reset_button.clicked.connect(self.reset_requested)
         outer.addWidget(self.reset_button)
         outer.addStretch(1)
 
