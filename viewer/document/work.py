@@ -51,6 +51,15 @@ def _probe_module():
         raise
 
 
+def _probe_resident(mod):
+    """The model's resident LiteRT worker (no process start per what-if), else ``mod.probe_model``."""
+    try:
+        from viewer.runtime.worker import probe_resident
+    except ImportError:
+        return mod.probe_model
+    return probe_resident
+
+
 @dataclass(frozen=True)
 class AnalysisRequest:
     """Everything one background run needs, fixed on the GUI thread.
@@ -293,8 +302,8 @@ def compute(
         else:
             report(0.1, "measuring with the LiteRT runtime")
             try:
-                probe = mod.probe_model(request.path, subgraph=request.subgraph,
-                                        input_shapes=input_shapes)
+                probe = _probe_resident(mod)(request.path, subgraph=request.subgraph,
+                                             input_shapes=input_shapes)
             except ViewerError as e:
                 measure_note = f"not measured: {e}"
             else:

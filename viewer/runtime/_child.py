@@ -1,4 +1,4 @@
-"""The subprocess that runs LiteRT: ``python -m viewer.runtime._child {probe,measure} MODEL ...``.
+"""The subprocess that runs LiteRT: ``python -m viewer.runtime._child {probe,measure,serve} MODEL ...``.
 
 It prints one JSON object on its stdout (the original fd 1; anything LiteRT or a kernel prints
 goes to stderr) and exits 0, also when the runtime reports an error (``{"ok": false, ...}``).
@@ -656,13 +656,9 @@ def _litert_version() -> str | None:
 _OUT_FD = 1
 
 
-def main(argv: list[str] | None = None) -> int:
-    global _OUT_FD
-    # Keep fd 1 for our JSON; everything else (LiteRT's INFO lines, kernel prints) to stderr.
-    _OUT_FD = os.dup(1)
-    os.dup2(2, 1)
+def _parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="viewer.runtime._child")
-    p.add_argument("mode", choices=["probe", "measure"])
+    p.add_argument("mode", choices=["probe", "measure", "serve"])
     p.add_argument("model")
     p.add_argument("--subgraph", type=int, default=0)
     p.add_argument("--input-shapes", default="{}")
@@ -670,20 +666,69 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--invoke", choices=["auto", "always", "never"], default="auto",
                    help="probe: read after one invocation (auto: when tensors were deferred)")
     p.add_argument("--resolver", choices=["builtin", "default"], default="builtin")
-    args = p.parse_args(argv)
-    _hook("start")
+    return p
+
+
+def _answer(args: argparse.Namespace) -> dict:
+    """Run one probe or measurement; the JSON-ready answer (errors become ``ok: False``)."""
     try:
         if args.mode == "probe":
             invoke = {"auto": "auto", "always": True, "never": False}[args.invoke]
-            out = probe(args.model, args.subgraph, json.loads(args.input_shapes), invoke)
-        else:
-            out = measure(args.model, args.runs, args.resolver)
+            return probe(args.model, args.subgraph, json.loads(args.input_shapes), invoke)
+        return measure(args.model, args.runs, args.resolver)
     except _LayoutError as e:
-        out = {"ok": False, "error": f"unsupported LiteRT build (struct layout check failed: {e})"}
+        return {"ok": False, "error": f"unsupported LiteRT build (struct layout check failed: {e})"}
     except Exception as e:
         msg = " ".join(str(e).split()) or type(e).__name__
-        out = {"ok": False, "error": f"{type(e).__name__}: {msg}",
-               "traceback": traceback.format_exc(limit=3)}
+        return {"ok": False, "error": f"{type(e).__name__}: {msg}",
+                "traceback": traceback.format_exc(limit=3)}
+
+
+def serve(out_fd: int) -> None:
+    """The resident worker (:mod:`viewer.runtime.worker`): answer probe requests until EOF.
+
+    Announces itself with ``{"ok": true, "ready": true, "pid": ...}`` once LiteRT is imported.
+    Each request is one JSON line ``{"argv": [...], "hook": ...}`` with the arguments the
+    one-shot child takes (``probe MODEL --input-shapes ...``); each answer is one JSON line,
+    exactly what the one-shot child would print. ``hook`` is the caller's
+    ARENA_VIEWER_CHILD_HOOK for this request (tests).
+    """
+    import numpy  # noqa: F401  (the imports are what a fresh process pays for)
+    from ai_edge_litert import interpreter  # noqa: F401
+
+    out = os.fdopen(out_fd, "wb")
+    out.write(json.dumps({"ok": True, "ready": True, "pid": os.getpid()}).encode() + b"\n")
+    out.flush()
+    parser = _parser()
+    for line in sys.stdin.buffer:
+        try:
+            req = json.loads(line)
+            if req.get("hook"):
+                os.environ["ARENA_VIEWER_CHILD_HOOK"] = str(req["hook"])
+            else:
+                os.environ.pop("ARENA_VIEWER_CHILD_HOOK", None)
+            _hook("start")
+            args = parser.parse_args([str(a) for a in req["argv"]])
+            answer = ({"ok": False, "error": "the resident worker answers probes only"}
+                      if args.mode != "probe" else _answer(args))
+        except (ValueError, KeyError, TypeError, SystemExit) as e:
+            answer = {"ok": False, "error": f"bad request to the resident worker: {e}"}
+        out.write(json.dumps(answer).encode() + b"\n")
+        out.flush()
+        sys.stderr.flush()
+    os._exit(0)
+
+
+def main(argv: list[str] | None = None) -> int:
+    global _OUT_FD
+    # Keep fd 1 for our JSON; everything else (LiteRT's INFO lines, kernel prints) to stderr.
+    _OUT_FD = os.dup(1)
+    os.dup2(2, 1)
+    args = _parser().parse_args(argv)
+    _hook("start")
+    if args.mode == "serve":
+        serve(_OUT_FD)
+    out = _answer(args)
     data = json.dumps(out).encode() + b"\n"
     with os.fdopen(_OUT_FD, "wb") as f:
         f.write(data)

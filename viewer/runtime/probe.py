@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import functools
 import json
 import os
 import shutil
@@ -257,11 +258,17 @@ class RuntimeProbe:
         return self
 
 
-def _run_child(args: list[str], path: str, timeout: float, what: str) -> dict:
-    """Run the child with ``args``; return its JSON or a dict with ``ok: False`` and one line."""
+def _child_env() -> dict[str, str]:
+    """The runtime child's environment: ours, the package importable, TensorFlow's INFO off."""
     env = dict(os.environ)
     env["PYTHONPATH"] = _ROOT + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
     env.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+    return env
+
+
+def _run_child(args: list[str], path: str, timeout: float, what: str) -> dict:
+    """Run the child with ``args``; return its JSON or a dict with ``ok: False`` and one line."""
+    env = _child_env()
     cmd = child_command(_CHILD, *args)
     try:
         proc = subprocess.run(
@@ -275,14 +282,7 @@ def _run_child(args: list[str], path: str, timeout: float, what: str) -> dict:
         return {"ok": False, "error": f"{path}: could not start the LiteRT process: {e}"}
     tail = _last_line(proc.stderr)
     if proc.returncode < 0:
-        sig = -proc.returncode
-        try:
-            name = signal.Signals(sig).name
-        except ValueError:
-            name = f"signal {sig}"
-        return {"ok": False, "error": f"{path}: the LiteRT runtime crashed ({name}) while {what}"
-                + (f"; last message: {tail}" if tail else ""),
-                "signal": name}
+        return _crashed(path, -proc.returncode, tail, what)
     try:
         out = json.loads(proc.stdout.decode("utf-8", "replace").strip().splitlines()[-1])
         if not isinstance(out, dict):
@@ -291,6 +291,22 @@ def _run_child(args: list[str], path: str, timeout: float, what: str) -> dict:
         return {"ok": False, "error": f"{path}: the LiteRT process exited with status "
                 f"{proc.returncode} without an answer while {what}"
                 + (f"; last message: {tail}" if tail else "")}
+    return _answered(out, path, what)
+
+
+def _crashed(path: str, sig: int, tail: str, what: str) -> dict:
+    """The answer for a child killed by signal ``sig``: one line naming the signal."""
+    try:
+        name = signal.Signals(sig).name
+    except ValueError:
+        name = f"signal {sig}"
+    return {"ok": False, "error": f"{path}: the LiteRT runtime crashed ({name}) while {what}"
+            + (f"; last message: {tail}" if tail else ""),
+            "signal": name}
+
+
+def _answered(out: dict, path: str, what: str) -> dict:
+    """The child's JSON answer, its error (if any) made one line naming the file."""
     if not out.get("ok"):
         msg = " ".join(str(out.get("error", "unknown error")).split())
         if len(msg) > 300:
@@ -370,6 +386,7 @@ def probe_model(
     *,
     check: bool = False,
     invoke: bool | str = "auto",
+    runner=None,
 ) -> RuntimeProbe:
     """Run LiteRT on ``path`` in a subprocess and read back its tensor arena.
 
@@ -394,6 +411,10 @@ def probe_model(
         memory; :attr:`RuntimeProbe.invoke_reason` then says so. LiteRT's arena only grows
         during ``Invoke`` (tflite/core/subgraph.cc), so the arena read after it is the one the
         device must hold.
+    runner : callable, optional
+        ``runner(child_args, shown_path, timeout, what) -> dict``, the child's JSON answer:
+        :func:`_run_child` (a fresh process, the default) or a resident worker's
+        (:mod:`viewer.runtime.worker`), which answers the same arguments the same way.
 
     Returns
     -------
@@ -418,12 +439,12 @@ def probe_model(
                 _shape_arg(input_shapes)]
         mode = "auto" if invoke == "auto" else ("always" if invoke else "never")
         args += ["--invoke", mode]
-        raw = _run_child(args, shown, timeout, "allocating tensors"
-                         + {"auto": "", "always": " and invoking", "never": ""}[mode])
+        raw = (runner or _run_child)(args, shown, timeout, "allocating tensors"
+                                     + {"auto": "", "always": " and invoking", "never": ""}[mode])
     probe = probe_from_json(path, raw, subgraph)
     if invoke == "auto" and probe.ok and probe.deferred and not probe.invoked and not probe.invoke_error:
         # The child's own test missed them (e.g. a subgraph's 0-d tensors): invoke once.
-        again = probe_model(path, subgraph, input_shapes, timeout, invoke=True)
+        again = probe_model(path, subgraph, input_shapes, timeout, invoke=True, runner=runner)
         if again.ok:
             probe = dataclasses.replace(again, invoke_reason=(
                 f"{len(probe.deferred)} tensor(s) had no memory after allocate_tensors() "
@@ -519,13 +540,18 @@ def probe_from_json(path: str, raw: Mapping[str, Any], subgraph: int = 0) -> Run
 def _op_name(node: Mapping[str, Any]) -> str:
     if node.get("custom_name"):
         return str(node["custom_name"])
+    return _builtin_names().get(int(node["builtin_code"]), f"builtin {node['builtin_code']}")
+
+
+@functools.lru_cache(maxsize=1)
+def _builtin_names() -> dict[int, str]:
+    """BuiltinOperator code -> name, from LiteRT's schema ({} when it cannot be imported)."""
     try:
         from ai_edge_litert import schema_py_generated as S  # only for the name table
 
-        names = {v: k for k, v in vars(S.BuiltinOperator).items() if not k.startswith("_")}
-        return names.get(int(node["builtin_code"]), f"builtin {node['builtin_code']}")
+        return {v: k for k, v in vars(S.BuiltinOperator).items() if not k.startswith("_")}
     except Exception:
-        return f"builtin {node['builtin_code']}"
+        return {}
 
 
 #: ``TfLiteInPlaceOp`` bits (tflite/core/c/common.h) and ArenaPlanner constants.
