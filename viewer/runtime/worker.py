@@ -26,7 +26,6 @@ import os
 import queue
 import subprocess
 import threading
-from typing import Mapping, Sequence
 
 from viewer.runtime.probe import (
     _CHILD,
