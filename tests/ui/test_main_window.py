@@ -16,7 +16,7 @@ from viewer.export.chart_data import build_chart_data
 from viewer.planning.verify import verify_plan
 from viewer.resources import DEMO_MODEL, resource_path
 from viewer.ui import dialogs
-from viewer.ui.tensor_table import TensorTable
+from viewer.ui.tensor_table import COLUMNS, TensorTable
 from viewer.ui.main_window import MainWindow
 from viewer.ui.workers import MEASURED
 
@@ -285,7 +285,7 @@ def test_selection_stays_in_sync_between_chart_table_and_details(qtbot, window):
     assert len(window.table.visible_tensors()) < len(a.usages)
     # The table sorts by bytes, numerically.
     window.table.search.clear()
-    window.table.view.sortByColumn(3, Qt.SortOrder.DescendingOrder)
+    window.table.view.sortByColumn(COLUMNS.index("bytes"), Qt.SortOrder.DescendingOrder)
     sizes = [a.usage(t).nbytes for t in window.table.visible_tensors()]
     assert sizes == sorted(sizes, reverse=True)
 

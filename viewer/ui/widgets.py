@@ -5,15 +5,13 @@ from __future__ import annotations
 
 from PySide6.QtCore import Qt
 from PySide6.QtGui import QFontMetrics
-from PySide6.QtWidgets import QComboBox, QLabel, QSizePolicy
+from PySide6.QtWidgets import QComboBox, QDoubleSpinBox, QLabel, QSizePolicy, QSpinBox
 
 
-class FocusWheelComboBox(QComboBox):
-    """A :class:`QComboBox` that takes the mouse wheel only when it has keyboard focus.
-
-    Scrolling a panel over an unfocused combo box scrolls the panel (the event goes to the
-    parent) instead of silently switching the planner or the colour mode.
-    """
+class _FocusWheel:
+    """Takes the mouse wheel only with keyboard focus: scrolling a panel over an unfocused
+    combo or spin box scrolls the panel (the event goes to the parent) instead of silently
+    switching the planner or re-planning at another batch."""
 
     def __init__(self, parent=None):
         super().__init__(parent)
@@ -24,6 +22,18 @@ class FocusWheelComboBox(QComboBox):
             super().wheelEvent(event)
         else:
             event.ignore()
+
+
+class FocusWheelComboBox(_FocusWheel, QComboBox):
+    """A :class:`QComboBox` that takes the wheel only when focused."""
+
+
+class FocusWheelSpinBox(_FocusWheel, QSpinBox):
+    """A :class:`QSpinBox` that takes the wheel only when focused."""
+
+
+class FocusWheelDoubleSpinBox(_FocusWheel, QDoubleSpinBox):
+    """A :class:`QDoubleSpinBox` that takes the wheel only when focused."""
 
 
 class ElidedLabel(QLabel):
@@ -63,3 +73,32 @@ class ElidedLabel(QLabel):
         elided = self._elide()
         self.setToolTip(self._full if elided != self._full else "")
         super().setText(elided)
+
+
+class WrapLabel(QLabel):
+    """A word-wrapped label that is always as tall as its text needs at its width.
+
+    Layouts (QFormLayout in a scroll area above all) size a wrapped :class:`QLabel` from its
+    unwrapped size hint and cut the lines that do not fit; this one raises its minimum height
+    to ``heightForWidth(width)`` whenever its width or text changes. Its text is selectable.
+    """
+
+    def __init__(self, text: str = "", parent=None):
+        super().__init__(text, parent)
+        self.setWordWrap(True)
+        self.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
+        self.setSizePolicy(QSizePolicy.Policy.Preferred, QSizePolicy.Policy.MinimumExpanding)
+
+    def setText(self, text: str) -> None:  # noqa: N802 (Qt override)
+        super().setText(text)
+        self._fit_height()
+
+    def resizeEvent(self, event) -> None:  # noqa: N802
+        super().resizeEvent(event)
+        self._fit_height()
+
+    def _fit_height(self) -> None:
+        if self.width() > 0:
+            h = self.heightForWidth(self.width())
+            if h > 0 and h != self.minimumHeight():
+                self.setMinimumHeight(h)

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from PySide6.QtCore import Qt
 from PySide6.QtGui import QAction, QKeySequence
-from PySide6.QtWidgets import QDockWidget, QLabel, QProgressBar, QToolButton
+from PySide6.QtWidgets import QDockWidget, QProgressBar, QToolButton
 
 from viewer.ui import dialogs
 
