@@ -103,16 +103,59 @@ def stitch(original: str, folder: str, seed: int = 0) -> dict:
     }
 
 
+def influence(path: str, seed: int = 0) -> dict:
+    """Which outputs change when one input pixel (the centre, all channels) changes.
+
+    Returns the bounding box of changed output elements per output, in that output's H and W,
+    and the input's H and W, so the caller can map it back to input pixels.
+    """
+    rng = np.random.default_rng(seed)
+    interp = _interp(path)
+    interp.allocate_tensors()
+    (d,) = [d for d in interp.get_input_details() if len(d["shape"]) == 4][:1]
+    x = _random(d, rng)
+    outs = interp.get_output_details()
+
+    def run(v):
+        interp.set_tensor(d["index"], v)
+        interp.invoke()
+        return [interp.get_tensor(o["index"]).copy() for o in outs]
+
+    base = run(x)
+    h, w = int(d["shape"][1]), int(d["shape"][2])
+    y = x.copy()
+    if np.issubdtype(y.dtype, np.integer):
+        info = np.iinfo(y.dtype)
+        y[:, h // 2, w // 2, :] = np.where(y[:, h // 2, w // 2, :] > (info.min + info.max) // 2, info.min, info.max)
+    else:
+        y[:, h // 2, w // 2, :] = np.where(y[:, h // 2, w // 2, :] > 0, -1.0, 1.0) * 4
+    moved = run(y)
+    res = []
+    for o, a, b in zip(outs, base, moved):
+        changed = a != b
+        entry = {"name": o["name"], "shape": [int(v) for v in a.shape], "changed": int(np.count_nonzero(changed))}
+        if a.ndim == 4 and changed.any():
+            ys, xs = np.nonzero(changed.any(axis=(0, 3)))
+            entry["box"] = [int(ys.min()), int(ys.max()) + 1, int(xs.min()), int(xs.max()) + 1]
+        res.append(entry)
+    return {"ok": True, "input_hw": [h, w], "pixel": [h // 2, w // 2], "outputs": res}
+
+
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(prog="viewer.runtime._tiling_child")
-    p.add_argument("mode", choices=["arena", "stitch"])
+    p.add_argument("mode", choices=["arena", "stitch", "influence"])
     p.add_argument("model")
     p.add_argument("folder", nargs="?")
     p.add_argument("--signature", default="")
     p.add_argument("--seed", type=int, default=0)
     a = p.parse_args(argv)
     try:
-        out = arena(a.model, a.signature) if a.mode == "arena" else stitch(a.model, a.folder, a.seed)
+        if a.mode == "arena":
+            out = arena(a.model, a.signature)
+        elif a.mode == "stitch":
+            out = stitch(a.model, a.folder, a.seed)
+        else:
+            out = influence(a.model, a.seed)
     except Exception as e:
         out = {"ok": False, "error": f"{type(e).__name__}: {' '.join(str(e).split())}",
                "traceback": traceback.format_exc(limit=4)}

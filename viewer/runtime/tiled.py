@@ -72,3 +72,17 @@ def check_stitching(original: str | os.PathLike, folder: str | os.PathLike, seed
     """
     return _run(["stitch", str(original), str(folder), "--seed", str(seed)],
                 f"running the tiled execution of {original}", timeout)
+
+
+def input_influence(path: str | os.PathLike, seed: int = 0, timeout: float = 120.0) -> dict:
+    """Which output elements change in LiteRT when the centre input pixel changes.
+
+    The measured extent of the output's receptive field (a lower bound: an influence that
+    happens to cancel is not seen). Returns ``input_hw``, ``pixel`` and per output ``box``
+    (y0, y1, x0, x1 of changed elements, half-open, in the output's H and W) and ``changed``.
+
+    Raises
+    ------
+    viewer.errors.RuntimeProbeError
+    """
+    return _run(["influence", str(path), "--seed", str(seed)], f"running {path} twice", timeout)

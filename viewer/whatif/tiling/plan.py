@@ -34,15 +34,20 @@ from viewer.whatif.tiling.graph import GraphSpec, build_patch, build_tail, to_su
 RESIDENT, STREAMED = "resident", "streamed"
 
 
-def arena_of(sub: Subgraph) -> tuple[int, int]:
-    """(arena bytes, kernel-temporary bytes) of ``sub`` under LiteRT's rules: usage intervals
-    (:func:`viewer.analysis.intervals.analyze`) with the registry's temporaries estimate, placed
-    by the ``litert`` planner (arena_planner.cc re-stated)."""
+def analyze_with_temporaries(sub: Subgraph):
+    """Usage intervals (:func:`viewer.analysis.intervals.analyze`) with the registry's kernel
+    temporaries estimate (:func:`viewer.ops.subgraph_temporaries`)."""
     n = len(sub.tensors)
     temps = [Temporary(n + k, op, e.nbytes, e.name)
              for k, (op, e) in enumerate(ops.subgraph_temporaries(sub)) if e.nbytes > 0]
-    analysis = analyze(sub, temporaries=temps)
-    return plan_litert(analysis.problem()).arena_bytes, sum(t.nbytes for t in temps)
+    return analyze(sub, temporaries=temps), sum(t.nbytes for t in temps)
+
+
+def arena_of(sub: Subgraph) -> tuple[int, int]:
+    """(arena bytes, kernel-temporary bytes) of ``sub`` under LiteRT's rules: usage intervals
+    with the estimated temporaries, placed by the ``litert`` planner (arena_planner.cc re-stated)."""
+    analysis, temps = analyze_with_temporaries(sub)
+    return plan_litert(analysis.problem()).arena_bytes, temps
 
 
 def graph_macs(sub: Subgraph) -> int:
@@ -125,7 +130,10 @@ class Tiler:
         self.sg = sg
         self.values = dict(values or {})
         self.prefix: Prefix = patchable_prefix(sg, self.values)
-        self.untiled_peak_bytes, _ = arena_of(sg)
+        analysis, _ = analyze_with_temporaries(sg)
+        self.untiled_peak_bytes = plan_litert(analysis.problem()).arena_bytes
+        #: The widest operator with kernel temporaries (index, op name).
+        self.widest_op = (analysis.widest_op, analysis.op_name(analysis.widest_op))
         shapes = {t.index: tuple(t.shape) for t in sg.tensors}
         self._cum_macs = np.cumsum([ops.macs(op, shapes) for op in sg.operators]) if sg.operators else np.zeros(0)
         self._axis: dict = {}
@@ -237,6 +245,7 @@ class SearchResult:
 
     untiled_peak_bytes: int
     prefix: Prefix
+    widest_op: tuple[int, str] = (-1, "")
     best: dict[tuple[int, int], TilePlan] = field(default_factory=dict)
     curve: dict[tuple[int, int], list[tuple[int, int, float]]] = field(default_factory=dict)
     skipped: dict[tuple[int, int], list[tuple[int, str]]] = field(default_factory=dict)
@@ -262,7 +271,7 @@ def search(tiler: Tiler, grids=None, splits=None, input_mode: str = RESIDENT,
     """
     grids = list(grids) if grids is not None else [(n, n) for n in range(1, 9)]
     splits = list(splits) if splits is not None else tiler.splits()
-    res = SearchResult(tiler.untiled_peak_bytes, tiler.prefix)
+    res = SearchResult(tiler.untiled_peak_bytes, tiler.prefix, tiler.widest_op)
     total, done = len(grids) * len(splits), 0
     for grid in grids:
         res.curve[grid], res.skipped[grid] = [], []
