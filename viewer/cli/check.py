@@ -115,6 +115,8 @@ def _counted_arena(fp, planner_name: str) -> int:
 
 def run(args: argparse.Namespace) -> int:
     limit = parse_size(args.budget)
+    if limit <= 0:
+        raise UsageError(f"--budget {args.budget}: a device budget must be more than 0 bytes")
     runtime = parse_size(args.runtime_overhead)
     time_limit = _positive_seconds("--time-limit", args.time_limit)
     timeout = _positive_seconds("--timeout", args.timeout)

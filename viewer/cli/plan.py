@@ -10,7 +10,7 @@ from viewer.cli._common import add_edit_args, add_model_args, edits_from_args, k
 from viewer.analysis.types import KIND_TEMPORARY
 from viewer.errors import UsageError, ViewerError
 from viewer.export.paths import check_output_path
-from viewer.export.report import build_report, gap_pct
+from viewer.export.report import build_report
 from viewer.planning.types import DEFAULT_ALIGNMENT
 from viewer.planning.run import best_plan_name, run_planners
 from viewer.units import format_bytes
@@ -180,7 +180,8 @@ def _print_table(r: dict, a, top: int) -> None:
         out(f"  {'kernel temporaries':<28}{_fmt(m['temporaries_bytes'])}  ({len(m['temporaries'])} measured)\n")
     if r.get("persistent_bytes"):
         out(f"  {'persistent (outside arena)':<28}{_fmt(r['persistent_bytes'])}\n")
-    out("  planner                             arena            gap to lower bound\n")
+    gap_to = "gap to aligned bound" if alb > lb else "gap to lower bound"
+    out(f"  planner                             arena            {gap_to}\n")
     for name, p in r["plans"].items():
         mark = "  <- smallest" if name == r["best_plan"] else ""
         if p["proven_optimal"]:
@@ -191,7 +192,7 @@ def _print_table(r: dict, a, top: int) -> None:
             proven = " (the runtime's own arena)"
         else:
             proven = ""
-        out(f"  {name:<28}{_fmt(p['arena_bytes'])}  {gap_pct(p['arena_bytes'], lb):+7.1f}%{proven}{mark}\n")
+        out(f"  {name:<28}{_fmt(p['arena_bytes'])}  {p['gap_pct']:+7.1f}%{proven}{mark}\n")
     w = r["widest_operator"]
     if w:
         out(f"\nwidest operator: #{w['index']} {w['op']}, breadth {format_bytes(w['breadth_bytes'])} "

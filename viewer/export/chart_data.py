@@ -27,6 +27,7 @@ from viewer.analysis.types import (
 from viewer.errors import PlanningError, UsageError
 from viewer.planning.types import Plan
 from viewer.units import format_bytes
+from viewer.whatif.edits import edits_label  # noqa: F401 (re-exported: the title names the edits)
 
 #: Tensor kinds in legend order; ``ChartData.kind`` holds indices into this tuple.
 KINDS: tuple[str, ...] = (
@@ -360,28 +361,6 @@ def compare_text(left: ChartData, right: ChartData) -> str:
                   f"#{right.widest_op} {right.widest_op_name}")
     return (f"arena {_delta(left.arena_bytes, right.arena_bytes)}; "
             f"lower bound {_delta(left.lower_bound, right.lower_bound)}; {widest}")
-
-
-def edits_label(edits) -> str:
-    """Short description of what-if edits for a chart's title ("" when there are none), e.g.
-    ``"input 1x320x320x3, batch 2, activations float16, tensor 7 int8"``."""
-    if edits is None or edits.is_empty():
-        return ""
-    parts = []
-    for key, shape in dict(edits.input_shapes).items():
-        dims = "x".join(str(d) for d in shape)
-        parts.append(f"input {key}={dims}" if key not in ("", None) else f"input {dims}")
-    if edits.batch:
-        parts.append(f"batch {edits.batch}")
-    if edits.activation_dtype:
-        parts.append(f"activations {edits.activation_dtype}")
-    if edits.tensor_dtypes:
-        items = sorted(dict(edits.tensor_dtypes).items())
-        if len(items) <= 2:
-            parts += [f"tensor {t} {d}" for t, d in items]
-        else:
-            parts.append(f"{len(items)} tensor dtypes")
-    return ", ".join(parts) or "edited"
 
 
 def titled_model_name(model_name: str, edits) -> str:
