@@ -16,7 +16,7 @@ from viewer.export.chart_data import build_chart_data
 from viewer.planning.verify import verify_plan
 from viewer.resources import DEMO_MODEL, resource_path
 from viewer.ui import dialogs
-from viewer.ui.tensor_table import TensorTable
+from viewer.ui.tensor_table import COLUMNS, TensorTable
 from viewer.ui.main_window import MainWindow
 from viewer.ui.workers import MEASURED
 
@@ -285,7 +285,7 @@ def test_selection_stays_in_sync_between_chart_table_and_details(qtbot, window):
     assert len(window.table.visible_tensors()) < len(a.usages)
     # The table sorts by bytes, numerically.
     window.table.search.clear()
-    window.table.view.sortByColumn(3, Qt.SortOrder.DescendingOrder)
+    window.table.view.sortByColumn(COLUMNS.index("bytes"), Qt.SortOrder.DescendingOrder)
     sizes = [a.usage(t).nbytes for t in window.table.visible_tensors()]
     assert sizes == sorted(sizes, reverse=True)
 
@@ -648,10 +648,10 @@ def test_window_layout_is_remembered_and_reset(qtbot, settings):
     dock2 = w2.findChild(QDockWidget, "table_dock")
     assert not dock2.isVisible()
     (reset,) = [a for a in w2.menuBar().actions()[1].menu().actions() if a.text() == "Reset &layout"]
-    w2.compare_dock.show()
+    w2.set_compare_visible(True)
     reset.trigger()
     assert dock2.isVisible() and (w2.width(), w2.height()) == (1400, 860)
-    assert not w2.compare_dock.isVisible()  # opened on request only
+    assert not w2.compare.isVisible()  # opened on request only
     assert settings.value("window/state") is None
     w2.close()
 

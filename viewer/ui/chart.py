@@ -374,9 +374,13 @@ class PackingChart(QWidget):
         if t != self._hovered:
             self._hovered = t
             self.tensor_hovered.emit(t)
-            # Qt shows the viewport's tooltip after its usual hover delay.
-            self.view.viewport().setToolTip(self.tooltip_text(t) if t >= 0 else "")
-            if t < 0:
+            text = self.tooltip_text(t) if t >= 0 else ""
+            self.view.viewport().setToolTip(text)
+            if text:
+                # Shown here: the graphics view consumes the viewport's own ToolTip event.
+                vp = self.view.viewport()
+                QToolTip.showText(vp.mapToGlobal(self.view.mapFromScene(scene_pos)), text, vp)
+            else:
                 QToolTip.hideText()
 
     def _on_packing_view_clicked(self, vb, ev) -> None:

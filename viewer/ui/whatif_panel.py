@@ -12,20 +12,18 @@ import re
 from PySide6.QtCore import Signal
 from PySide6.QtWidgets import (
     QCheckBox,
-    QComboBox,
-    QDoubleSpinBox,
     QFormLayout,
     QGroupBox,
     QHBoxLayout,
     QLabel,
     QLineEdit,
     QPushButton,
-    QSpinBox,
     QVBoxLayout,
     QWidget,
 )
 
 from viewer.model.types import Model
+from viewer.ui.widgets import WrapLabel, FocusWheelComboBox, FocusWheelDoubleSpinBox, FocusWheelSpinBox
 from viewer.whatif.apply import ACTIVATION_DTYPES
 from viewer.whatif.budget import WEIGHTS_MODES, BudgetSettings, compare  # noqa: F401 (compare re-exported)
 from viewer.whatif.edits import WhatIfEdits
@@ -66,8 +64,8 @@ class _InputEditor(QWidget):
         lay.addRow(self.error)
         if self.is_image:
             row = QHBoxLayout()
-            self.h = QSpinBox()
-            self.w = QSpinBox()
+            self.h = FocusWheelSpinBox()
+            self.w = FocusWheelSpinBox()
             for sb, v in ((self.h, self.original[1]), (self.w, self.original[2])):
                 sb.setRange(1, MAX_SIDE)
                 sb.setValue(max(1, v))
@@ -81,7 +79,7 @@ class _InputEditor(QWidget):
             self.keep_aspect.setChecked(True)
             row.addWidget(self.keep_aspect)
             lay.addRow("H x W", row)
-            self.presets = QComboBox()
+            self.presets = FocusWheelComboBox()
             self.presets.addItem("preset...")
             for p in PRESETS:
                 self.presets.addItem(f"{p} x {p}", p)
@@ -183,12 +181,12 @@ class _SizeEditor(QWidget):
         super().__init__(parent)
         lay = QHBoxLayout(self)
         lay.setContentsMargins(0, 0, 0, 0)
-        self.value = QDoubleSpinBox()
+        self.value = FocusWheelDoubleSpinBox()
         self.value.setDecimals(2)
         self.value.setRange(0.0, 1e9)
         self.value.setValue(value)
         self.value.setKeyboardTracking(False)
-        self.unit = QComboBox()
+        self.unit = FocusWheelComboBox()
         self.unit.addItems(list(UNITS))
         self.unit.setCurrentText(unit)
         lay.addWidget(self.value, 1)
@@ -209,10 +207,14 @@ class WhatIfPanel(QWidget):
         Whenever a shape, the batch or the dtype changes. Input keys are input positions (int).
     budget_changed(BudgetSettings)
         Whenever the budget, the runtime overhead or the weights mode changes.
+    reset_requested()
+        The Reset edits button: every edit goes (the window's document also drops the
+        per-tensor storage what-ifs and puts these controls back with :meth:`show_edits`).
     """
 
     edits_changed = Signal(object)
     budget_changed = Signal(object)
+    reset_requested = Signal()
 
     def __init__(self, parent=None):
         super().__init__(parent)
@@ -228,13 +230,13 @@ class WhatIfPanel(QWidget):
 
         box = QGroupBox("Batch and precision")
         form = QFormLayout(box)
-        self.batch = QSpinBox()
+        self.batch = FocusWheelSpinBox()
         self.batch.setRange(1, 4096)
         self.batch.setKeyboardTracking(False)
         self.batch.setToolTip("dimension 0 of every input")
         self.batch.valueChanged.connect(self._on_edit_control_changed)
         form.addRow("batch", self.batch)
-        self.dtype = QComboBox()
+        self.dtype = FocusWheelComboBox()
         self.dtype.addItem(_MODEL_DTYPE, None)
         for d in ACTIVATION_DTYPES:
             self.dtype.addItem(d, d)
@@ -254,12 +256,12 @@ class WhatIfPanel(QWidget):
         self.runtime = _SizeEditor(0.0, "KiB")
         self.runtime.changed.connect(self._on_budget_control_changed)
         form.addRow("runtime overhead", self.runtime)
-        self.weights = QComboBox()
+        self.weights = FocusWheelComboBox()
         self.weights.addItem("copied (counted)", "copied")
         self.weights.addItem("mapped (page cache, not counted)", "mapped")
         self.weights.currentIndexChanged.connect(self._on_budget_control_changed)
         form.addRow("weights", self.weights)
-        self.verdict = QLabel("")
+        self.verdict = WrapLabel("")
         self.verdict.setWordWrap(True)
         self.verdict.setToolTip("the shown plan against the limit (details in the Summary tab)")
         self.verdict.hide()
@@ -267,7 +269,9 @@ class WhatIfPanel(QWidget):
         outer.addWidget(box)
 
         self.reset_button = QPushButton("Reset edits")
-        self.reset_button.clicked.connect(self.reset)
+        self.reset_button.setToolTip("Undo every edit: shapes, batch, precision and the per-tensor "
+                                     "storage what-ifs of the chart's context menu")
+        self.reset_button.clicked.connect(self.reset_requested)
         outer.addWidget(self.reset_button)
         outer.addStretch(1)
 

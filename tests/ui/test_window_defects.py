@@ -1,0 +1,130 @@
+"""Issue 12: the window as a new user met it. One test per numbered defect, each driving the
+window with real events and asserting what the user sees (offscreen)."""
+
+from __future__ import annotations
+
+import pytest
+from PySide6.QtCore import QPoint, QPointF, Qt
+from PySide6.QtGui import QFontMetrics, QWheelEvent
+from PySide6.QtWidgets import QApplication
+
+from tests.conftest import shared_model
+from tests.ui.test_main_window import SMALL, dialogs_seen, open_and_wait, settings, window  # noqa: F401
+from viewer.resources import DEMO_MODEL, resource_path
+from viewer.ui.tensor_table import COLUMNS
+
+MOBILENET = "mobilenet_v2_224.tflite"
+
+
+def wheel(widget, steps: int = -1) -> None:
+    """A real wheel event over the middle of ``widget`` (negative: scroll down)."""
+    pos = QPointF(widget.rect().center())
+    ev = QWheelEvent(pos, QPointF(widget.mapToGlobal(pos.toPoint())), QPoint(0, 0), QPoint(0, 120 * steps),
+                     Qt.MouseButton.NoButton, Qt.KeyboardModifier.NoModifier, Qt.ScrollPhase.NoScrollPhase,
+                     False)
+    QApplication.sendEvent(widget, ev)
+
+
+# --- item 2: Reset edits ----------------------------------------------------------------------
+
+
+def test_reset_edits_button_clears_the_per_tensor_dtype_edits(qtbot, window):
+    base = open_and_wait(qtbot, window, resource_path(DEMO_MODEL))
+    t = max(base.analysis.usages, key=lambda u: u.nbytes).tensor
+    menu = window.chart.context_menu(t)
+    (bf16,) = [a for a in menu.actions() if a.text() == "Store as bfloat16"]
+    with qtbot.waitSignal(window.view_changed, timeout=60_000):
+        bf16.trigger()
+    assert f"tensor {t} bfloat16" in window.chart.chart_data().title
+    with qtbot.waitSignal(window.view_changed, timeout=60_000):
+        qtbot.mouseClick(window.whatif.reset_button, Qt.MouseButton.LeftButton)
+    assert "what-if" not in window.chart.chart_data().title, window.chart.chart_data().title
+    assert window.response.analysis.lower_bound_bytes == base.analysis.lower_bound_bytes
+    assert window.document.tensor_dtypes == {}
+
+
+# --- item 3: the wheel over the Planners combo box --------------------------------------------
+
+
+def test_wheel_over_the_unfocused_planner_combo_does_not_switch_the_planner(qtbot, window):
+    open_and_wait(qtbot, window, resource_path(DEMO_MODEL))
+    combo = window.side.planner_combo
+    before = (window.planner, combo.currentIndex())
+    window.chart.setFocus()
+    for steps in (-1, -1, 1):
+        wheel(combo, steps)
+    assert (window.planner, combo.currentIndex()) == before
+    # The batch spin box of the what-if panel neither (it would re-plan).
+    batch = window.whatif.batch.value()
+    wheel(window.whatif.batch, 1)
+    assert window.whatif.batch.value() == batch and window.runner.busy is False
+    # With focus (the user clicked into it) the wheel works as usual.
+    combo.setFocus()
+    qtbot.waitUntil(combo.hasFocus, timeout=2000)
+    wheel(combo, -1)
+    assert combo.currentIndex() != before[1] and window.planner != before[0]
+
+
+# --- item 8: clipped text ---------------------------------------------------------------------
+
+
+def test_long_error_in_the_status_bar_is_readable_in_its_tooltip(qtbot, window):
+    msg = "not measured: " + "RuntimeError: Encountered unresolved custom op: FancyOp. " * 8
+    window.status_label.setText(msg)
+    qtbot.wait(10)
+    assert window.status_label.text() == msg
+    shown = window.status_label.shown_text()
+    assert shown != msg and shown.endswith("…")
+    assert window.status_label.toolTip() == msg
+
+
+def test_lower_bound_field_is_not_cut(qtbot, settings):
+    from viewer.ui.main_window import MainWindow
+
+    w = MainWindow(settings=settings, measure=True)  # measured: six lines, both bounds
+    qtbot.addWidget(w)
+    w.show()
+    open_and_wait(qtbot, w, resource_path(DEMO_MODEL))
+    qtbot.wait(50)
+    for lab in (w.side.lower_label, w.side.measured_label, w.side.best_label):
+        lines = lab.text().count("\n") + 1
+        assert lab.height() >= QFontMetrics(lab.font()).lineSpacing() * lines, lab.text()
+        assert lab.height() >= lab.heightForWidth(lab.width()), (lab.height(), lab.text())
+    w.runner.shutdown()
+
+
+@pytest.mark.shared
+def test_tensor_name_column_keeps_the_distinctive_tail(qtbot, window):
+    from PySide6.QtWidgets import QStyleOptionViewItem
+
+    open_and_wait(qtbot, window, shared_model(MOBILENET))
+    view = window.table.view
+    idx = view.model().index(0, COLUMNS.index("name"))
+    name = idx.data()
+    assert name.startswith("mobilenetv2_1.00_224_1/"), name
+    # The options the delegate paints the cell with: one line, elided on the left.
+    opt = QStyleOptionViewItem()
+    view.initViewItemOption(opt)
+    view.itemDelegate().initStyleOption(opt, idx)
+    assert not opt.features & QStyleOptionViewItem.ViewItemFeature.WrapText
+    assert opt.textElideMode == Qt.TextElideMode.ElideLeft
+    width = view.visualRect(idx).width() - 8
+    shown = QFontMetrics(opt.font).elidedText(opt.text, opt.textElideMode, width)
+    assert shown != name, "column wide enough: the test needs an elided name"
+    assert shown.startswith("…") and name.endswith(shown[1:]), shown
+    assert idx.data(Qt.ItemDataRole.ToolTipRole) == name
+
+
+# --- item 10: shapes in the table -------------------------------------------------------------
+
+
+def test_table_has_shape_and_dtype_columns(qtbot, window):
+    resp = open_and_wait(qtbot, window, resource_path(DEMO_MODEL))
+    m = window.table.model
+    assert "shape" in COLUMNS and "dtype" in COLUMNS
+    assert [m.headerData(i, Qt.Orientation.Horizontal) for i in range(m.columnCount())] == list(COLUMNS)
+    u = max(resp.analysis.usages, key=lambda u: u.nbytes)
+    t = resp.analysis.subgraph.tensors[u.tensor]
+    row = m.row_of(u.tensor)
+    assert m.index(row, COLUMNS.index("shape")).data() == "x".join(str(d) for d in t.shape)
+    assert m.index(row, COLUMNS.index("dtype")).data() == t.dtype
