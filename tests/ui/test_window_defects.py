@@ -128,3 +128,28 @@ def test_table_has_shape_and_dtype_columns(qtbot, window):
     row = m.row_of(u.tensor)
     assert m.index(row, COLUMNS.index("shape")).data() == "x".join(str(d) for d in t.shape)
     assert m.index(row, COLUMNS.index("dtype")).data() == t.dtype
+
+
+# --- item 6: rescale fixed sizes in the window --------------------------------------------------
+
+
+def test_resize_through_a_fixed_size_suggests_rescaling_and_the_checkbox_does_it(qtbot, window, dialogs_seen):
+    base = open_and_wait(qtbot, window, shared_model(SMALL))  # a fixed 4x4 pool, then a RESHAPE
+    panel = window.whatif
+    assert panel.rescale.text() == "Rescale fixed sizes (estimated)" and not panel.rescale.isChecked()
+    img = panel.input_editors()[0]
+    with qtbot.waitSignal(window.open_failed, timeout=60_000) as failed:
+        img.set_hw(256, 256)
+    assert "cannot take the new input shape" in failed.args[0]
+    assert 'tick "Rescale fixed sizes (estimated)"' in failed.args[0], failed.args[0]
+    assert dialogs_seen[-1][0] == "What-if not applied" and "Rescale fixed sizes" in dialogs_seen[-1][1]
+    img.set_hw(256, 256)  # the panel went back to 128x128: ask again, now with the checkbox
+    with qtbot.waitSignal(window.view_changed, timeout=60_000):
+        qtbot.mouseClick(panel.rescale, Qt.MouseButton.LeftButton)
+    qtbot.waitUntil(lambda: window.response.request.edits is not None
+                    and window.response.request.edits.rescale_fixed_sizes, timeout=60_000)
+    resp = window.response
+    assert resp.estimated and dict(resp.request.edits.input_shapes) == {0: (1, 256, 256, 3)}
+    assert resp.analysis.lower_bound_bytes > 3 * base.analysis.lower_bound_bytes
+    assert any("rescaled" in n for n in resp.notes)
+    assert "fixed sizes rescaled (estimated)" in window.chart.chart_data().title
