@@ -153,3 +153,27 @@ def test_resize_through_a_fixed_size_suggests_rescaling_and_the_checkbox_does_it
     assert resp.analysis.lower_bound_bytes > 3 * base.analysis.lower_bound_bytes
     assert any("rescaled" in n for n in resp.notes)
     assert "fixed sizes rescaled (estimated)" in window.chart.chart_data().title
+
+
+# --- item 11: one rounding in the window, the CLI and the compare line ---------------------------
+
+
+@pytest.mark.shared
+def test_window_cli_and_compare_line_round_bytes_the_same(qtbot, window, capsys):
+    from viewer.cli import main
+
+    model = shared_model("unet_256.tflite")  # lower bound 25,952,256 B = 24.75 MiB
+    resp = open_and_wait(qtbot, window, model)
+    lb = resp.analysis.lower_bound_bytes
+    assert lb == 25_952_256
+    assert main(["plan", str(model), "--planner", "litert"]) == 0
+    cli = capsys.readouterr().out
+    lb_line = next(line for line in cli.splitlines() if line.strip().startswith("lower bound"))
+    assert "24.8 MiB" in lb_line
+    assert "24.8 MiB (25,952,256 B)" in window.side.lower_label.text()
+    assert "lower bound 24.8 MiB" in window.chart.chart_data().title
+    with qtbot.waitSignal(window.view_changed, timeout=60_000):
+        window.whatif.dtype.setCurrentIndex(window.whatif.dtype.findData("float16"))
+    window.set_compare_visible(True)
+    assert "24.8 MiB →" in window.compare.delta_text(), window.compare.delta_text()
+    assert "24.75" not in window.compare.delta_text() + window.side.lower_label.text()

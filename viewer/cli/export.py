@@ -68,8 +68,8 @@ def run(args: argparse.Namespace) -> int:
                  model_name=name, subgraph=args.subgraph, color_by=args.color_by)
     for note in prep.notes:
         print(f"note: {note}", file=sys.stderr)
-    print(f"{out}: {plan.planner} plan, arena {format_bytes(plan.arena_bytes, 2)} "
-          f"({plan.arena_bytes:,d} B), lower bound {format_bytes(prep.analysis.lower_bound_bytes, 2)}, "
+    print(f"{out}: {plan.planner} plan, arena {format_bytes(plan.arena_bytes)} "
+          f"({plan.arena_bytes:,d} B), lower bound {format_bytes(prep.analysis.lower_bound_bytes)}, "
           f"{args.width}x{args.height}")
     return 0
 
@@ -99,9 +99,9 @@ def _run_compare(args: argparse.Namespace, out: str, edits) -> int:
                    subgraph=args.subgraph)
     for note in edited.notes:
         print(f"note: {note}", file=sys.stderr)
-    print(f"{out}: {chosen} plans, arena {format_bytes(bp.arena_bytes, 2)} -> "
-          f"{format_bytes(ep.arena_bytes, 2)}, lower bound "
-          f"{format_bytes(base.analysis.lower_bound_bytes, 2)} -> "
-          f"{format_bytes(edited.analysis.lower_bound_bytes, 2)}, {args.width}x{args.height}")
+    print(f"{out}: {chosen} plans, arena {format_bytes(bp.arena_bytes)} -> "
+          f"{format_bytes(ep.arena_bytes)}, lower bound "
+          f"{format_bytes(base.analysis.lower_bound_bytes)} -> "
+          f"{format_bytes(edited.analysis.lower_bound_bytes)}, {args.width}x{args.height}")
     return 0
 
