@@ -308,3 +308,38 @@ def test_proven_bound_never_beats_litert_runtime(name):
     verify_plan(problem, plan)
     assert plan.bound_bytes <= span
     assert plan.arena_bytes <= span
+
+
+def test_no_search_thread_outlives_the_planner():
+    """Suspended decision searches run in threads; every one ends with the planner, also
+    when it is cancelled."""
+    import threading
+
+    problem = _hard_problem()
+    plan_optimal(problem, 1, time_limit=0.5, ingredients=("minimalloc",))
+    calls = []
+    with pytest.raises(PlanCancelled):
+        plan_optimal(problem, 1, time_limit=60, ingredients=("minimalloc",),
+                     cancelled=lambda: calls.append(1) or len(calls) > 20)
+    assert not [t for t in threading.enumerate() if t.name.startswith("minimalloc-")]
+
+
+def test_decision_resumes_where_it_stopped():
+    """A decision that runs out of time continues where it was: cut into short turns, one
+    preorder's search reaches its answer after exactly as many nodes as in one go."""
+    import time
+
+    p = BENCH / "K.1048576.csv"
+    if not p.exists():
+        pytest.skip(f"{p} not present (../shared is not beside this checkout)")
+    _, first, last, size = read_problem_csv(p)[0].arrays()
+    params = mm.SearchParams(preordering_heuristics=("TWA",))
+    with mm.Decision(first, last + 1, size, 1048576, 1, params=params) as d:
+        assert d.run() == mm.FEASIBLE
+        whole = d.nodes
+    with mm.Decision(first, last + 1, size, 1048576, 1, params=params) as d:
+        runs = 0
+        while (status := d.run(time.monotonic() + 0.01)) == mm.TIMEOUT:
+            runs += 1
+        assert status == mm.FEASIBLE and runs > 1
+        assert d.nodes == whole

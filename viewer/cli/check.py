@@ -25,6 +25,7 @@ import sys
 import time
 
 from viewer.cli._common import add_model_args, known_planners_help
+from viewer.cli._tflm import add_runtime_arg, is_tflm, run_check as run_tflm_check
 from viewer.cli._edits import add_edit_args, edit_notes, edits_from_args
 from viewer.errors import UsageError, WhatIfError
 from viewer.model.reader import load_model
@@ -64,14 +65,16 @@ def add_parser(sub) -> None:
                    help="seconds before the LiteRT process is killed (default 120)")
     p.add_argument("--runtime-overhead", default="0", metavar="SIZE",
                    help="runtime overhead estimate added to the sum (default 0)")
-    p.add_argument("--weights", choices=WEIGHTS_MODES, default="copied",
-                   help="copied: weights count against the budget (default); mapped: file-backed "
-                        "page cache, reclaimable, shown but not counted")
+    p.add_argument("--weights", choices=WEIGHTS_MODES, default=None,
+                   help="copied: weights count against the budget (default for litert); mapped: "
+                        "file-backed page cache (or flash, the default for --runtime tflm), shown "
+                        "but not counted")
     p.add_argument("--find-resolution", action="store_true",
                    help="also search the largest square input resolution that fits (image models; "
                         "every side 1..4096, step 1; combine with --rescale-fixed-sizes)")
     p.add_argument("--json", action="store_true", help="print one JSON object instead of lines")
     add_edit_args(p)
+    add_runtime_arg(p)
     p.set_defaults(run=run)
 
 
@@ -114,6 +117,9 @@ def _counted_arena(fp, planner_name: str) -> int:
 
 
 def run(args: argparse.Namespace) -> int:
+    if is_tflm(args):
+        return run_tflm_check(args)
+    args.weights = args.weights or "copied"
     limit = parse_size(args.budget)
     if limit <= 0:
         raise UsageError(f"--budget {args.budget}: a device budget must be more than 0 bytes")

@@ -6,6 +6,7 @@ import argparse
 import os
 import sys
 
+from viewer.cli._tflm import add_runtime_arg, is_tflm
 from viewer.cli._common import add_edit_args, add_model_args, edits_from_args, known_planners_help
 from viewer.errors import UsageError
 from viewer.units import format_bytes
@@ -35,6 +36,7 @@ def add_parser(sub) -> None:
                    help="draw the baseline (the model as stored) and the what-if edits side by "
                         "side on one y scale, with the delta; needs at least one edit flag")
     add_edit_args(p)
+    add_runtime_arg(p)
     p.set_defaults(run=run)
 
 
@@ -55,21 +57,28 @@ def run(args: argparse.Namespace) -> int:
     edits = edits_from_args(args)
     if args.compare:
         return _run_compare(args, out, edits)
-    prep = prepare(args.model, args.subgraph, edits)
-    problem = prep.analysis.problem()
-    names = None if args.planner is None else [args.planner]
-    plans = run_planners(problem, names, time_limit=args.time_limit)
-    chosen = args.planner if args.planner is not None else best_plan_name(plans)
-    plan = plans[chosen]
+    if is_tflm(args):
+        from viewer.cli._tflm import export_plan
+
+        analysis, plan, notes = export_plan(args)
+        name_suffix = " (TFLite Micro)"
+    else:
+        prep = prepare(args.model, args.subgraph, edits)
+        problem = prep.analysis.problem()
+        names = None if args.planner is None else [args.planner]
+        plans = run_planners(problem, names, time_limit=args.time_limit)
+        chosen = args.planner if args.planner is not None else best_plan_name(plans)
+        plan = plans[chosen]
+        analysis, notes, name_suffix = prep.analysis, prep.notes, ""
     from viewer.export.chart_data import titled_model_name
 
-    name = titled_model_name(os.path.basename(args.model), edits)  # same title as the window
-    export_chart(prep.analysis, plan, out, width=args.width, height=args.height,
+    name = titled_model_name(os.path.basename(args.model), edits) + name_suffix  # same title as the window
+    export_chart(analysis, plan, out, width=args.width, height=args.height,
                  model_name=name, subgraph=args.subgraph, color_by=args.color_by)
-    for note in prep.notes:
+    for note in notes:
         print(f"note: {note}", file=sys.stderr)
     print(f"{out}: {plan.planner} plan, arena {format_bytes(plan.arena_bytes)} "
-          f"({plan.arena_bytes:,d} B), lower bound {format_bytes(prep.analysis.lower_bound_bytes)}, "
+          f"({plan.arena_bytes:,d} B), lower bound {format_bytes(analysis.lower_bound_bytes)}, "
           f"{args.width}x{args.height}")
     return 0
 

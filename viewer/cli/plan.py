@@ -6,6 +6,7 @@ import argparse
 import json
 import sys
 
+from viewer.cli._tflm import add_runtime_arg, is_tflm, run_plan as run_tflm_plan
 from viewer.cli._common import add_edit_args, add_model_args, edits_from_args, known_planners_help, planner_choice
 from viewer.analysis.types import KIND_TEMPORARY
 from viewer.errors import UsageError, ViewerError
@@ -40,6 +41,7 @@ def add_parser(sub) -> None:
     p.add_argument("--timeout", type=float, default=60.0, metavar="S",
                    help="seconds for the runtime subprocess with --measure (default 60)")
     add_edit_args(p)
+    add_runtime_arg(p)
     p.set_defaults(run=run)
 
 
@@ -58,6 +60,8 @@ def run(args: argparse.Namespace) -> int:
         raise UsageError(f"--time-limit must be a positive number of seconds, got {args.time_limit}")
     if args.export_csv:
         check_output_path(args.export_csv, args.model, what="CSV problem")
+    if is_tflm(args):
+        return run_tflm_plan(args)
     edits = edits_from_args(args)
     prep = prepare(args.model, args.subgraph, edits)
     notes = list(prep.notes)

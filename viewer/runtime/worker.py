@@ -320,7 +320,7 @@ def probe_resident(
     timeout: float = 60.0,
     *,
     check: bool = False,
-    invoke: bool = False,
+    invoke: bool | str = "auto",
 ):
     """:func:`viewer.runtime.probe.probe_model`, answered by the model's resident worker.
 
