@@ -24,6 +24,7 @@ COMMANDS = {
     "reorder": "reorder",
     "overlay": "overlay",
     "compare": "compare",
+    "tile": "tile",
     "gui": "gui",
 }
 
