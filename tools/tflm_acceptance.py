@@ -39,6 +39,7 @@ def main() -> int:
     ap.add_argument("--out", default=None)
     args = ap.parse_args()
     out_dir = Path(args.out or tempfile.mkdtemp(prefix="tflm-acceptance-"))
+    out_dir.mkdir(parents=True, exist_ok=True)
     print("| model | LiteRT arena | TFLM head | tail | total | replay (every offset) | optimal head, TFLM rules | offline-planned head (measured) | outputs |")
     print("|---|---|---|---|---|---|---|---|---|")
     refused = []
