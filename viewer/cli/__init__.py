@@ -25,6 +25,7 @@ COMMANDS = {
     "offline-plan": "offline_plan",
     "overlay": "overlay",
     "compare": "compare",
+    "tile": "tile",
     "gui": "gui",
 }
 

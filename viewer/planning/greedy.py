@@ -28,7 +28,7 @@ import operator
 import numpy as np
 
 from viewer.planning.registry import register
-from viewer.planning.types import DEFAULT_ALIGNMENT, Plan, PlanningProblem, align_up
+from viewer.planning.types import DEFAULT_ALIGNMENT, Plan, PlanningProblem, align_up, unique_sorted
 
 _PAPER = "Pisarchyk & Lee, arXiv:2001.03288"
 _TFLITE_GPU = "tensorflow/lite/delegates/gpu/common/memory_management/"
@@ -340,7 +340,7 @@ def _compress_time(first: np.ndarray, last: np.ndarray) -> tuple[np.ndarray, np.
         Shape (n,), int64: inclusive segment indices.
     num_segments : int
     """
-    points = np.unique(np.concatenate([first, last + 1]))
+    points = unique_sorted(np.concatenate([first, last + 1]))
     cfirst = np.searchsorted(points, first)
     clast = np.searchsorted(points, last + 1) - 1
     return cfirst.astype(np.int64), clast.astype(np.int64), max(len(points) - 1, 0)

@@ -28,7 +28,7 @@ import numpy as np
 from viewer.errors import PlanCancelled, PlanningError
 from viewer.planning import _minimalloc as mm
 from viewer.planning.registry import register
-from viewer.planning.types import DEFAULT_ALIGNMENT, Plan, PlanningProblem
+from viewer.planning.types import DEFAULT_ALIGNMENT, Plan, PlanningProblem, unique_sorted
 from viewer.units import format_bytes
 
 #: Seconds when ``time_limit`` is None.
@@ -68,7 +68,7 @@ def aligned_lower_bound(start: np.ndarray, end: np.ndarray, size: np.ndarray, al
         return 0
     pad = -(-size // alignment) * alignment
     best = 0
-    for t in np.unique(end):
+    for t in unique_sorted(end):
         live = (start < t) & (end >= t)
         if live.any():
             best = max(best, int(pad[live].sum() - (pad[live] - size[live]).max()))
