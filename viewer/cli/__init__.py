@@ -22,6 +22,7 @@ COMMANDS = {
     "check": "check",
     "plan-csv": "plan_csv",
     "reorder": "reorder",
+    "offline-plan": "offline_plan",
     "overlay": "overlay",
     "compare": "compare",
     "tile": "tile",

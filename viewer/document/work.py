@@ -99,6 +99,7 @@ class AnalysisRequest:
     measure: bool = True
     serial: int = 0
     shape_source: str = "auto"
+    runtime: str = "litert"  # "tflm": TFLite Micro's rules and planners (viewer.document.tflm_work)
 
 
 #: One analysis and its plans: ``(Analysis, {planner name: Plan}, best planner name or None)``.
@@ -264,6 +265,10 @@ def compute(
         model = load_model(request.path)
     model.subgraph(request.subgraph)  # SubgraphError before any slow work
     check()
+    if request.runtime == "tflm":
+        from viewer.document.tflm_work import compute_tflm
+
+        return compute_tflm(request, model, report, is_cancelled, t0)
 
     probe = None
     measure_note = ""
