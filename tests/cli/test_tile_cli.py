@@ -71,3 +71,20 @@ def test_whole_input_unet_1024_in_256_tiles(capsys):
     assert rep["peak_bytes"] == 130_809_856  # the model's runtime arena at 256x256 (LiteRT measured the same)
     assert rep["redundant_compute_pct"] == 0.0
     assert rep["receptive_field"]["radius_px"] > 0
+
+
+def test_check_tile_counts_the_tiled_peak(capsys):
+    path = shared_model("mobilenet_v2_224_int8.tflite")
+    argv = ["check", str(path), "--budget", "512KiB", "--weights", "mapped", "--no-measure", "--json"]
+    code, untiled = _json(capsys, argv)
+    assert code == 1 and untiled["arena_bytes"] == 1_655_808
+    code, tiled = _json(capsys, argv + ["--tile", "4x4@12"])
+    assert code == 0 and tiled["fits"]
+    assert tiled["arena_bytes"] == tiled["tile"]["peak_bytes"] == 394_560
+    assert tiled["tile"]["grid"] == [4, 4] and tiled["tile"]["split_operator"] == 12
+
+
+def test_check_tile_bad_spec_is_one_line(capsys):
+    path = shared_model("mobilenet_v2_224_int8.tflite")
+    assert main(["check", str(path), "--budget", "1MiB", "--no-measure", "--tile", "4x4@x"]) == 2
+    assert "--tile 4x4@x" in capsys.readouterr().err

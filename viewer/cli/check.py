@@ -24,6 +24,7 @@ import sys
 import time
 
 from viewer.cli._common import add_model_args, known_planners_help
+from viewer.cli._tile_check import add_tile_arg, apply_tile
 from viewer.cli._tflm import add_runtime_arg, is_tflm, run_check as run_tflm_check
 from viewer.cli._edits import add_edit_args, edit_notes, edits_from_args
 from viewer.errors import UsageError
@@ -75,6 +76,7 @@ def add_parser(sub) -> None:
     p.add_argument("--json", action="store_true", help="print one JSON object instead of lines")
     add_edit_args(p)
     add_runtime_arg(p)
+    add_tile_arg(p)
     p.set_defaults(run=run)
 
 
@@ -136,6 +138,9 @@ def run(args: argparse.Namespace) -> int:
     w = analysis.widest_op
     arena = _counted_arena(fp, args.planner)
     label, counted = _arena_label(fp, args.planner)
+    arena, label, counted, args._tile = apply_tile(args, arena, label, counted)
+    if args._tile is not None:
+        w = -1  # the untiled widest operator does not bind the tiled execution
     rep = budget_report(
         limit, arena_bytes=arena, weights_bytes=model.weights_bytes,
         runtime_bytes=runtime, batch=batch, weights_mode=args.weights,
@@ -225,7 +230,7 @@ def _print_lines(args, model, fp, rep, counted, found, limit) -> None:
         out(f"note: ... {len(notes) - 4} more (see 'arena-viewer plan' for all)")
     lines = rep.lines()
     out(f"  {lines[0]}")
-    if fp.measured and fp.temporaries_count:
+    if fp.measured and fp.temporaries_count and getattr(args, "_tile", None) is None:
         n = fp.temporaries_count
         big = fp.largest_temporary
         out(f"    kernel temporaries: {n} tensor{'s' if n != 1 else ''}, {_b(fp.temporaries_bytes)} in all "
@@ -239,7 +244,8 @@ def _print_lines(args, model, fp, rep, counted, found, limit) -> None:
     lb = fp.analysis.lower_bound_bytes
     if fp.analysis.widest_op >= 0:
         what = "kernel temporaries included" if fp.measured else "model tensors only"
-        out(f"  lower bound (widest operator's breadth, {what}): {_b(lb)}")
+        untiled = "untiled " if getattr(args, "_tile", None) is not None else ""
+        out(f"  {untiled}lower bound (widest operator's breadth, {what}): {_b(lb)}")
     if found is not None:
         for line in _resolution_lines(found):
             out(f"  {line}")
@@ -277,6 +283,8 @@ def _print_json(args, model, fp, rep, counted, found, limit) -> None:
         "widest_op": fp.analysis.widest_op,
         "notes": edit_notes(model, args.subgraph, _edits_of(args)) + list(fp.notes),
     }
+    if getattr(args, "_tile", None) is not None:
+        report["tile"] = args._tile
     if found is not None:
         search, reason = found
         report["find_resolution"] = (

@@ -80,8 +80,8 @@ def run(args: argparse.Namespace) -> int:
                  model_name=name, subgraph=args.subgraph, color_by=args.color_by, force=args.force)
     for note in notes:
         print(f"note: {note}", file=sys.stderr)
-    print(f"{out}: {plan.planner} plan, arena {format_bytes(plan.arena_bytes, 2)} "
-          f"({plan.arena_bytes:,d} B), lower bound {format_bytes(analysis.lower_bound_bytes, 2)}, "
+    print(f"{out}: {plan.planner} plan, arena {format_bytes(plan.arena_bytes)} "
+          f"({plan.arena_bytes:,d} B), lower bound {format_bytes(analysis.lower_bound_bytes)}, "
           f"{args.width}x{args.height}")
     return 0
 
@@ -111,9 +111,9 @@ def _run_compare(args: argparse.Namespace, out: str, edits) -> int:
                    subgraph=args.subgraph, force=args.force)
     for note in edited.notes:
         print(f"note: {note}", file=sys.stderr)
-    print(f"{out}: {chosen} plans, arena {format_bytes(bp.arena_bytes, 2)} -> "
-          f"{format_bytes(ep.arena_bytes, 2)}, lower bound "
-          f"{format_bytes(base.analysis.lower_bound_bytes, 2)} -> "
-          f"{format_bytes(edited.analysis.lower_bound_bytes, 2)}, {args.width}x{args.height}")
+    print(f"{out}: {chosen} plans, arena {format_bytes(bp.arena_bytes)} -> "
+          f"{format_bytes(ep.arena_bytes)}, lower bound "
+          f"{format_bytes(base.analysis.lower_bound_bytes)} -> "
+          f"{format_bytes(edited.analysis.lower_bound_bytes)}, {args.width}x{args.height}")
     return 0
 
