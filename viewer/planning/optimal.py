@@ -102,8 +102,9 @@ def _heuristic_plans(problem, alignment, cancelled, time_limit) -> dict[str, Pla
 class _Anytime:
     """Best plan, proven bound and bookkeeping for one run."""
 
-    def __init__(self, problem, alignment, deadline, t0, progress, cancelled):
+    def __init__(self, problem, alignment, deadline, t0, progress, cancelled, improved=None):
         self.problem = problem
+        self.improved = improved
         self.alignment = alignment
         self.deadline = deadline
         self.t0 = t0
@@ -131,6 +132,11 @@ class _Anytime:
             self.log.append({"stage": source, "status": "rejected", "reason": str(e)})
             return False
         self.best_offsets, self.best_arena, self.best_from = dict(offsets), int(arena), source
+        if self.improved is not None:
+            self.improved(Plan(NAME, dict(offsets), int(arena), self.alignment,
+                               int(arena) <= self.bound, min(self.bound, int(arena)),
+                               {"found_by": source, "seconds": time.monotonic() - self.t0}))
+        self.report()
         return True
 
     def raise_bound(self, b: int) -> None:
@@ -338,6 +344,7 @@ def plan_optimal(
     ingredients: tuple[str, ...] = INGREDIENTS,
     params: mm.SearchParams | None = None,
     cp_sat_workers: int = 2,
+    improved=None,
 ) -> Plan:
     """Place every buffer in the smallest tensor arena this planner can find and prove.
 
@@ -361,6 +368,10 @@ def plan_optimal(
         Switches for the MiniMalloc search's ingredients (default: all on).
     cp_sat_workers : int
         CP-SAT search workers.
+    improved : callable, optional
+        ``improved(plan)`` with every better verified :class:`Plan` as soon as it is found
+        (anytime; ``stats`` has ``found_by`` and ``seconds`` since the start). ``progress``
+        is called at the same moment.
 
     Returns
     -------
@@ -393,7 +404,7 @@ def plan_optimal(
     if not limit > 0:
         raise PlanningError(f"time limit must be positive seconds, not {time_limit!r}")
     t0 = time.monotonic()
-    st = _Anytime(problem, alignment, t0 + limit, t0, progress, cancelled)
+    st = _Anytime(problem, alignment, t0 + limit, t0, progress, cancelled, improved)
     st.poll()
     ids_all, first, last, size_all = problem.arrays()
     if len(ids_all) == 0:
