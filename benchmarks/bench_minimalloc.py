@@ -6,12 +6,14 @@ proves feasible. For each instance and repetition this runs, one after the other
 so both see the same load):
 
 - MiniMalloc (C++, ``--capacity=1048576``), wall time of its process;
-- ours, ``plan_optimal`` in a fresh Python process: the time from reading the CSV to the first
-  plan at or below the capacity (reported by its ``improved`` callback; imports not counted).
-  It then goes on until it proves its arena optimal or ``--time-limit``, which gives the proven
-  bound. CP-SAT gets one worker.
+- ours given the capacity (``plan_optimal(target_bytes=1048576)``, the question MiniMalloc is
+  asked), in a fresh Python process: the time from reading the CSV to the first plan at or
+  below the capacity (its ``improved`` callback; imports not counted); stopped there;
+- ours not told the capacity (``plan_optimal`` as ``plan-csv --planner optimal`` runs it):
+  the same time, then on until it proves its arena optimal or ``--time-limit``, which gives
+  the proven bound. CP-SAT gets one worker.
 
-It prints per instance the median of ``--repeats`` (default 3) runs of each, the ratio
+It prints per instance the median of ``--repeats`` (default 3) runs of each, the ratios
 ours / MiniMalloc (<= 1.0: ours is as fast or faster), and our final arena, bound and whether it
 is proven. Run:
 
@@ -110,17 +112,21 @@ def run_minimalloc(binary: Path, csv_path: Path, time_limit: float, out_dir: Pat
     return dt if ok else None
 
 
-def run_ours(csv_path: Path, time_limit: float) -> dict:
+def run_ours(csv_path: Path, time_limit: float, given: bool) -> dict:
     """Our planner in a fresh process (see :func:`child`)."""
     r = subprocess.run([sys.executable, __file__, "--child", str(csv_path),
-                        "--time-limit", str(time_limit)], capture_output=True, text=True)
+                        "--time-limit", str(time_limit)] + (["--given"] if given else []),
+                       capture_output=True, text=True)
     if r.returncode != 0:
         raise RuntimeError(f"our planner failed on {csv_path}: {r.stderr.strip()[-500:]}")
     return json.loads(r.stdout.strip().splitlines()[-1])
 
 
-def child(csv_path: Path, time_limit: float) -> int:
-    """Plan one instance; print JSON: seconds to a plan <= capacity, arena, bound, proven."""
+def child(csv_path: Path, time_limit: float, given: bool) -> int:
+    """Plan one instance; print JSON: seconds to a plan <= capacity, arena, bound, proven.
+
+    ``given``: tell the planner the capacity and stop at the first plan within it."""
+    from viewer.errors import PlanCancelled
     from viewer.planning import verify_plan
     from viewer.planning.csv_io import read_problem_csv
     from viewer.planning.optimal import plan_optimal
@@ -133,6 +139,14 @@ def child(csv_path: Path, time_limit: float) -> int:
         if not hit and plan.arena_bytes <= CAPACITY:
             hit.append(time.perf_counter() - t0)
 
+    if given:
+        try:
+            plan_optimal(problem, 1, time_limit=time_limit, cp_sat_workers=1, improved=improved,
+                         target_bytes=CAPACITY, cancelled=lambda: bool(hit))
+        except PlanCancelled:
+            pass
+        print(json.dumps({"seconds": hit[0] if hit else None}))
+        return 0
     plan = plan_optimal(problem, 1, time_limit=time_limit, cp_sat_workers=1, improved=improved)
     verify_plan(problem, plan)
     print(json.dumps({"seconds": hit[0] if hit else None, "arena": plan.arena_bytes,
@@ -187,9 +201,10 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--heuristics-only", action="store_true",
                     help="only the heuristic planners, once per instance")
     ap.add_argument("--child", type=Path, help=argparse.SUPPRESS)
+    ap.add_argument("--given", action="store_true", help=argparse.SUPPRESS)
     args = ap.parse_args(argv)
     if args.child:
-        return child(args.child, args.time_limit)
+        return child(args.child, args.time_limit, args.given)
 
     files = []
     for letter in [x.strip() for x in args.instances.split(",") if x.strip()]:
@@ -218,14 +233,17 @@ def main(argv: list[str] | None = None) -> int:
 
     mm_times = {k: [] for k, _ in files}
     ours = {k: [] for k, _ in files}
+    given = {k: [] for k, _ in files}
     for rep in range(args.repeats):
         for letter, f in files:
             if binary is not None:
                 mm_times[letter].append(run_minimalloc(binary, f, args.time_limit, out_dir))
-            ours[letter].append(run_ours(f, args.time_limit))
+            given[letter].append(run_ours(f, args.time_limit, True)["seconds"])
+            ours[letter].append(run_ours(f, args.time_limit, False))
             o = ours[letter][-1]
             mt = mm_times[letter][-1] if binary is not None else recorded.get(letter)
-            print(f"  run {rep + 1} {letter}: MiniMalloc {_s(mt)}, ours {_s(o['seconds'])} "
+            print(f"  run {rep + 1} {letter}: MiniMalloc {_s(mt)}, ours given the capacity "
+                  f"{_s(given[letter][-1])}, ours not told {_s(o['seconds'])} "
                   f"(arena {o['arena'] / CAPACITY:.4f}, bound {o['bound'] / CAPACITY:.4f}, "
                   f"{'proven' if o['proven'] else 'not proven'}, {o['total']:.1f} s in all)",
                   flush=True)
@@ -234,23 +252,31 @@ def main(argv: list[str] | None = None) -> int:
     print(f"\ntime to a plan <= {CAPACITY:,} bytes, median of {args.repeats}"
           f"{' (MiniMalloc: recorded)' if binary is None else ', interleaved'}; "
           f"time limit {args.time_limit:g} s")
-    print(f"{'inst':<5}{'MiniMalloc s':>13}{'ours s':>9}{'ratio':>8}   ours: arena / bound (x capacity)")
-    ratios = []
+    print(f"{'':<5}{'MiniMalloc':>11}{'ours, given capacity':>22}{'ours, not told':>18}")
+    print(f"{'inst':<5}{'s':>11}{'s':>12}{'ratio':>10}{'s':>10}{'ratio':>8}"
+          "   ours not told: arena / bound (x capacity)")
+    ratios: dict[str, list[float]] = {"given": [], "blind": []}
+    inf = float("inf")
     for letter, _ in files:
         m = recorded.get(letter) if binary is None else _median(mm_times[letter])
-        o = _median([r["seconds"] if r["seconds"] is not None else float("inf")
-                     for r in ours[letter]])
+        g = _median([x if x is not None else inf for x in given[letter]])
+        o = _median([r["seconds"] if r["seconds"] is not None else inf for r in ours[letter]])
+        cells = []
+        for key, t in (("given", g), ("blind", o)):
+            r = t / m if (m and t is not None and t != inf) else None
+            if r is not None:
+                ratios[key].append(r)
+            cells.append((t, r))
         last = ours[letter][-1]
-        ratio = o / m if (m and o is not None and o != float("inf")) else None
-        if ratio is not None:
-            ratios.append(ratio)
         proof = "proven" if last["proven"] else "not proven"
-        print(f"{letter:<5}{_s(m):>13}{_s(o):>9}{_s(ratio, 2):>8}   "
+        print(f"{letter:<5}{_s(m):>11}{_s(cells[0][0]):>12}{_s(cells[0][1]):>10}"
+              f"{_s(cells[1][0]):>10}{_s(cells[1][1]):>8}   "
               f"{last['arena'] / CAPACITY:.4f} / {last['bound'] / CAPACITY:.4f} {proof}")
-    if ratios:
-        gm = statistics.geometric_mean(ratios)
-        wins = sum(r <= 1.0 for r in ratios)
-        print(f"geometric mean ratio {gm:.2f}; ours <= MiniMalloc on {wins} of {len(files)}")
+    for key, label in (("given", "given the capacity"), ("blind", "not told")):
+        rs = ratios[key]
+        if rs:
+            print(f"ours {label}: geometric mean ratio {statistics.geometric_mean(rs):.2f}, "
+                  f"<= MiniMalloc on {sum(r <= 1.0 for r in rs)} of {len(files)}")
     return 0
 
 
