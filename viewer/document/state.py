@@ -29,6 +29,7 @@ from viewer.document.work import (
     compute_reorder,
     optimal_summary,
 )
+from viewer.planning.types import DEFAULT_ALIGNMENT
 from viewer.whatif.edits import WhatIfEdits, edits_label
 
 #: Runtime targets a document can be planned and measured for.
@@ -200,12 +201,30 @@ class Document:
 
     def _request(self, edits: WhatIfEdits | None, subgraph: int | None = None, **kw) -> AnalysisRequest:
         r = self._full.request
+        kw.setdefault("runtime", self.runtime)
+        if self.runtime == "tflm":
+            kw.setdefault("alignment", 16)
         return AnalysisRequest(r.path, r.subgraph if subgraph is None else subgraph, self._full.model,
                                edits, measure=self.measure, **kw)
 
     def open(self, path: str, *, model=None, subgraph: int = 0) -> None:
         """Read, analyse and plan ``path`` (work ``"open"``); what was shown stays until then."""
-        self._submit(AnalysisRequest(str(path), subgraph, model, None, measure=self.measure), "open")
+        self._submit(AnalysisRequest(str(path), subgraph, model, None, measure=self.measure,
+                                     runtime=self.runtime,
+                                     alignment=16 if self.runtime == "tflm" else DEFAULT_ALIGNMENT), "open")
+
+    def set_runtime(self, runtime: str) -> None:
+        """Switch the runtime target (``"litert"`` or ``"tflm"``) and re-analyse the open model.
+
+        TFLM plans the whole model from subgraph 0, so the tflm target always shows subgraph 0.
+        """
+        if runtime not in ("litert", "tflm"):
+            raise ValueError(f"unknown runtime {runtime!r}")
+        if runtime == self.runtime:
+            return
+        self.runtime = runtime
+        if self._full is not None:
+            self._submit(self._request(self._edits, subgraph=0 if runtime == "tflm" else None), "open")
 
     def select_subgraph(self, index: int) -> None:
         """Analyse subgraph ``index`` of the open model (work ``"subgraph"``)."""

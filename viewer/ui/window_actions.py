@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from PySide6.QtCore import Qt
 from PySide6.QtGui import QAction, QKeySequence
-from PySide6.QtWidgets import QDockWidget, QProgressBar, QToolButton
+from PySide6.QtWidgets import QComboBox, QDockWidget, QProgressBar, QToolButton
 
 from viewer.ui import dialogs
 
@@ -133,6 +133,22 @@ def build_toolbar(w) -> None:
     bar.addAction(w.compare_action)
     bar.addAction(w.optimize_action)
     bar.addAction(w.reorder_action)
+    bar.addSeparator()
+    bar.addWidget(_runtime_combo(w))
+
+
+def _runtime_combo(w) -> QComboBox:
+    """Runtime target: LiteRT or TensorFlow Lite Micro (its rules, planners and tail)."""
+    combo = QComboBox()
+    combo.setObjectName("runtime_combo")
+    combo.addItem("LiteRT", "litert")
+    combo.addItem("TFLite Micro", "tflm")
+    combo.setToolTip("Runtime target: LiteRT's arena, or TensorFlow Lite Micro's (graph inputs "
+                     "freed after last use, 16-byte sizes, its greedy planner, persistent tail)")
+    combo.setCurrentIndex(max(combo.findData(w.document.runtime), 0))
+    combo.currentIndexChanged.connect(lambda i: w.document.set_runtime(combo.itemData(i)))
+    w.runtime_combo = combo
+    return combo
 
 
 def update_actions(w) -> None:
