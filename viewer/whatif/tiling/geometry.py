@@ -153,6 +153,13 @@ class AxisGeometry:
     def key(self, sg: Subgraph) -> tuple:
         """What makes two patches structurally alike along this axis: every held size, every
         crop offset, read length and padding, every share's length and offset."""
+        if self._key is None:
+            self._key = self._make_key(sg)
+        return self._key
+
+    _key: tuple | None = field(default=None, repr=False, compare=False)
+
+    def _make_key(self, sg: Subgraph) -> tuple:
         sizes = tuple(sorted((t, n[1] - n[0]) for t, n in self.need.items()))
         reqs = tuple(sorted((k, self.crop(k, sg.operators[k[0]].inputs[k[1]])) for k in self.request))
         shares = tuple(sorted((t, s[1] - s[0], s[0] - self.need[t][0]) for t, s in self.share.items()))

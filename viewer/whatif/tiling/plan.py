@@ -176,6 +176,7 @@ class Tiler:
         rows = [self._geom(k, cut, 1, i, r) for i in range(r)]
         cols = [self._geom(k, cut, 2, j, c) for j in range(c)]
         ykeys = _class_names([g.key(sg) for g in rows], ("top", "mid", "bottom"))
+        hy = {id(g): hash(g.key(sg)) for g in rows + cols}
         xkeys = _class_names([g.key(sg) for g in cols], ("left", "mid", "right"))
         classes: dict[str, PatchClass] = {}
         for i, gy in enumerate(rows):
@@ -185,7 +186,7 @@ class Tiler:
                 if name in classes:
                     classes[name].patches.append((i, j))
                     continue
-                ck = (k, r, c, gy.key(sg), gx.key(sg))
+                ck = (k, r, c, hy[id(gy)], hy[id(gx)], gy.key(sg), gx.key(sg))
                 if ck not in self._class:
                     g = build_patch(sg, k, gy, gx, name)
                     sub = to_subgraph(g, sg)
