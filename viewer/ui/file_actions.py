@@ -78,9 +78,9 @@ def export_json(w, path: str | None = None) -> str | None:
     report = build_report(resp.model, resp.request.subgraph, resp.analysis, resp.plans,
                           resp.best, notes=notes, edits=doc.edits_report())
     try:
-        write_report(report, path)
-    except OSError as e:
-        dialogs.show_error(w, "Export failed", f"{path}: {e.strerror or e}")
+        write_report(report, path, force=True)  # confirm_overwrite asked
+    except (ViewerError, OSError) as e:
+        dialogs.show_error(w, "Export failed", str(e))
         return None
     w.settings.setValue("export_dir", os.path.dirname(os.path.abspath(path)))
     w.status_label.setText(f"Wrote {path}")
@@ -92,7 +92,7 @@ def save_reordered(w, path: str | None = None) -> str | None:
 
     Returns the path written, or None.
     """
-    from viewer.model.writer import write_reordered
+    from viewer.export.model_copy import write_reordered
 
     full = w.document.full_response
     if full is None or full.reorder is None:
@@ -115,7 +115,8 @@ def save_reordered(w, path: str | None = None) -> str | None:
     if not dialogs.confirm_overwrite(w, path):
         return None
     try:
-        n = write_reordered(src, path, full.request.subgraph, full.reorder.order)
+        n = write_reordered(src, path, full.request.subgraph, full.reorder.order,
+                            force=True)  # confirm_overwrite asked
     except ViewerError as e:
         dialogs.show_error(w, "Not saved", str(e))
         return None
