@@ -290,6 +290,11 @@ def compute(
             if request.measure:
                 measure_note = ("not measured: the runtime cannot store tensors in another dtype; "
                                 "the what-if is planned only")
+        elif edits.rescale_fixed_sizes:
+            can_measure = False
+            if request.measure:
+                measure_note = ("not measured: fixed sizes rescaled (estimated); the model as stored "
+                                "cannot take the resize in the runtime")
         else:  # resized inputs: the runtime itself can be measured at the new shapes
             sg_edited = prepared.analysis.subgraph
             input_shapes = {

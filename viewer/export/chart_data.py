@@ -198,8 +198,8 @@ class ChartData:
 
 def _title(model_name: str, subgraph: int, planner: str, arena: int, lower: int) -> str:
     return (
-        f"{model_name} — subgraph {subgraph} — {planner}: arena {format_bytes(arena, 2)}, "
-        f"lower bound {format_bytes(lower, 2)}"
+        f"{model_name} — subgraph {subgraph} — {planner}: arena {format_bytes(arena)}, "
+        f"lower bound {format_bytes(lower)}"
     )
 
 
@@ -354,7 +354,7 @@ def _delta(before: int, after: int) -> str:
     d = after - before
     sign = "+" if d > 0 else ("-" if d < 0 else "±")
     pct = f", {100.0 * d / before:+.1f}%" if before > 0 and d else ""
-    return f"{format_bytes(before, 2)} → {format_bytes(after, 2)} ({sign}{format_bytes(abs(d), 2)}{pct})"
+    return f"{format_bytes(before)} → {format_bytes(after)} ({sign}{format_bytes(abs(d))}{pct})"
 
 
 def compare_text(left: ChartData, right: ChartData) -> str:
@@ -395,7 +395,7 @@ def temporaries_text(data: ChartData, limit: int = 4) -> str:
     parts = []
     for r in rows[:limit]:
         name = str(data.names[r]) if data.names is not None else f"temporary {int(data.tensor[r])}"
-        parts.append(f"{name} {format_bytes(int(nbytes[r]), 2)} at operator {int(data.x0[r])}")
+        parts.append(f"{name} {format_bytes(int(nbytes[r]))} at operator {int(data.x0[r])}")
     head = (f"kernel temporaries (largest {min(limit, len(rows))} of {len(rows)})"
             if len(rows) > limit else "kernel temporaries")
     return f"{head}: " + "; ".join(parts)

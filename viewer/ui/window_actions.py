@@ -10,7 +10,7 @@ from PySide6.QtCore import Qt
 from PySide6.QtGui import QAction, QKeySequence
 from PySide6.QtWidgets import QComboBox, QDockWidget, QProgressBar, QToolButton
 
-from viewer.ui import dialogs
+from viewer.ui import dialogs, file_actions
 
 
 def _action(w, text: str, slot, shortcut=None, tip: str = "", checkable: bool = False) -> QAction:
@@ -119,7 +119,12 @@ def build_menus(w) -> None:
     w.save_reordered_action = _action(
         w, "&Save reordered model…", lambda: w.save_reordered(), None,
         "Write a copy of the model with the operators in the new order")
-    for a in (w.optimize_action, w.reorder_action, w.restore_order_action, w.save_reordered_action):
+    w.save_offline_plan_action = _action(
+        w, "Save with this plan (TFLite Micro)…", lambda: file_actions.save_offline_plan(w), None,
+        "Write a copy of the model whose OfflineMemoryAllocation entry holds the shown plan's "
+        "offsets, so TFLite Micro's planner uses it (runtime target TFLite Micro)")
+    for a in (w.optimize_action, w.reorder_action, w.restore_order_action, w.save_reordered_action,
+              w.save_offline_plan_action):
         m.addAction(a)
 
     m = mb.addMenu("&Help")
@@ -167,6 +172,7 @@ def update_actions(w) -> None:
     full = doc.full_response
     w.restore_order_action.setEnabled(doc.is_reordered and doc.before_reorder is not None)
     w.save_reordered_action.setEnabled(doc.is_reordered and full.reorder.changed)
+    w.save_offline_plan_action.setEnabled(has and doc.runtime == "tflm")
     w.temporaries_action.setEnabled(doc.has_temporaries)
     w.temporaries_action.blockSignals(True)
     w.temporaries_action.setChecked(doc.with_temporaries and doc.has_temporaries)
