@@ -243,3 +243,41 @@ def test_arena_label_overlaps_no_other_label_nor_the_widest_band(qtbot, window, 
             assert not arena.intersects(o), (planner, arena, o)
         # The lower bound is named on the arena's label (or the two are equal).
         assert "lower bound" in p.arena_line.label.toPlainText()
+
+
+# --- item 5: a readable compare view -----------------------------------------------------------------
+
+
+@pytest.mark.shared
+def test_compare_view_is_readable_at_1600x1000(qtbot, window):
+    from PySide6.QtCore import QRectF
+    from PySide6.QtWidgets import QDockWidget
+
+    window.resize(1600, 1000)
+    open_and_wait(qtbot, window, shared_model("unet_256.tflite"))
+    with qtbot.waitSignal(window.view_changed, timeout=60_000):
+        window.whatif.dtype.setCurrentIndex(window.whatif.dtype.findData("float16"))
+    window.compare_action.trigger()
+    window.findChild(QDockWidget, "whatif_dock").raise_()
+    qtbot.wait(50)
+    cmp = window.compare
+    assert cmp.isVisible() and cmp.delta_text().startswith("arena 24.8 MiB → 12.4 MiB")
+    rects = []
+    for chart in (cmp.left, cmp.right):
+        p = chart.chart_plot()
+        vb = p.packing.getViewBox().sceneBoundingRect()
+        assert vb.height() >= 300, vb  # the packing plot itself, not the legends
+        # Titles shown whole (wrapped, not elided); axis labels of one chart apart.
+        assert "…" not in p.title.shown_text() and "lower bound" in p.title.shown_text()
+        labels = [p.packing.getAxis("left").label, p.breadth.getAxis("left").label]
+        a, b = (lab.sceneBoundingRect() for lab in labels)
+        assert not a.intersects(b), (a, b)
+        to_win = lambda r, c=chart: QRectF(c.view.mapTo(window, c.view.mapFromScene(r).boundingRect().topLeft()),
+                                           r.size())
+        rects += [to_win(a), to_win(b), to_win(p.title.sceneBoundingRect())]
+    left, right = rects[:3], rects[3:]
+    assert not any(x.intersects(y) for x in left for y in right)
+    # The compare view takes the centre: the What if panel's rows stay whole.
+    panel = window.whatif
+    for w in (panel.weights, panel.reset_button, panel.rescale, panel.limit.value):
+        assert w.isVisible() and w.visibleRegion().boundingRect() == w.rect(), w
