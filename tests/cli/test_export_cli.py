@@ -40,12 +40,15 @@ def test_png_of_the_smallest_plan_by_default(tmp_path, capsys, qapp):
     assert "lower bound 2.2 KiB" in stdout and "arena 2.2 KiB" in stdout
 
 
-def test_svg_with_a_named_planner_overwrites(tmp_path, capsys, qapp):
+def test_svg_with_a_named_planner_overwrites_only_with_force(tmp_path, capsys, qapp):
     model = write(tmp_path, "chain.tflite", add_chain(3))
     out = tmp_path / "chart.svg"
     out.write_text("old")
+    rc, _, err = run_cli(capsys, "export", model, "-o", out, "--planner", "naive")
+    assert rc == 2 and "already exists; pass --force" in err and len(err.strip().splitlines()) == 1
+    assert out.read_text() == "old"
     rc, stdout, err = run_cli(capsys, "export", model, "-o", out, "--planner", "naive",
-                              "--color-by", "op")
+                              "--color-by", "op", "--force")
     assert rc == 0, err
     root = ET.parse(out).getroot()
     assert root.get("viewBox") == "0 0 1600 1000" and root.get("width") == "1600px"

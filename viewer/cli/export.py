@@ -18,11 +18,14 @@ def add_parser(sub) -> None:
         help="write the packing chart of a plan as a PNG or SVG (no display needed)",
         description="Read MODEL, plan its tensor arena and write the packing chart (usage intervals "
         "x arena offsets, widest operator, lower bound, breadth curve) to a PNG or SVG file, "
-        "chosen by the output's suffix. An existing output file is overwritten.",
+        "chosen by the output's suffix. The file is written atomically; an existing file is "
+        "replaced only with --force.",
     )
     add_model_args(p)
     p.add_argument("-o", "--output", required=True, metavar="FILE",
                    help="output image: *.png or *.svg")
+    p.add_argument("--force", action="store_true",
+                   help="replace the output file when it exists (without it, an existing file is refused)")
     p.add_argument("--planner", default=None, metavar="NAME",
                    help="plan to draw (default: the smallest of every non-exact planner). "
                         f"Known: {known_planners_help()}")
@@ -53,7 +56,7 @@ def run(args: argparse.Namespace) -> int:
     check_output(out, args.width, args.height)  # before the model is read and planned
     from viewer.export.paths import check_output_path
 
-    check_output_path(out, args.model, what="chart")  # never replace the model by a chart
+    check_output_path(out, args.model, what="chart", force=args.force)  # never the model; FIFO refused at once
     edits = edits_from_args(args)
     if args.compare:
         return _run_compare(args, out, edits)
@@ -74,7 +77,7 @@ def run(args: argparse.Namespace) -> int:
 
     name = titled_model_name(os.path.basename(args.model), edits) + name_suffix  # same title as the window
     export_chart(analysis, plan, out, width=args.width, height=args.height,
-                 model_name=name, subgraph=args.subgraph, color_by=args.color_by)
+                 model_name=name, subgraph=args.subgraph, color_by=args.color_by, force=args.force)
     for note in notes:
         print(f"note: {note}", file=sys.stderr)
     print(f"{out}: {plan.planner} plan, arena {format_bytes(plan.arena_bytes)} "
@@ -105,7 +108,7 @@ def _run_compare(args: argparse.Namespace, out: str, edits) -> int:
     export_compare((base.analysis, bp, f"baseline: {name}"),
                    (edited.analysis, ep, f"what-if: {edits_label(edits)}"), out,
                    width=args.width, height=args.height, color_by=args.color_by,
-                   subgraph=args.subgraph)
+                   subgraph=args.subgraph, force=args.force)
     for note in edited.notes:
         print(f"note: {note}", file=sys.stderr)
     print(f"{out}: {chosen} plans, arena {format_bytes(bp.arena_bytes)} -> "

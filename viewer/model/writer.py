@@ -51,20 +51,21 @@ class _AlignedBufferT(S.BufferT):
         return S.BufferEnd(builder)
 
 
-def write_reordered(
+def reordered_model_bytes(
     src: str | os.PathLike,
-    dst: str | os.PathLike,
     subgraph_index: int,
     order: Sequence[int],
     *,
     repack: bool = False,
-) -> int:
-    """Write ``src`` to ``dst`` with subgraph ``subgraph_index``'s operators in ``order``.
+) -> bytes:
+    """The bytes of ``src`` with subgraph ``subgraph_index``'s operators in ``order``.
+
+    Writing them is :func:`viewer.export.model_copy.write_reordered`'s job (atomically).
 
     Parameters
     ----------
-    src, dst : path
-        The model and where to write the copy; they must be different files.
+    src : path
+        The model.
     subgraph_index : int
     order : sequence of int
         Original operator indices in their new execution order (a permutation). The caller
@@ -74,8 +75,8 @@ def write_reordered(
 
     Returns
     -------
-    int
-        Bytes written.
+    bytes
+        The reordered model file.
 
     Raises
     ------
@@ -83,11 +84,9 @@ def write_reordered(
         ``src`` cannot be read as a flatbuffer model; or it needs a repack (see the module
         notes) and stores buffers outside the flatbuffer (offset/size, models over 2 GB).
     viewer.errors.ViewerError
-        ``dst`` is ``src``, ``order`` does not fit the subgraph, or ``dst`` cannot be written.
+        ``order`` does not fit the subgraph.
     """
-    src_p, dst_p = Path(src), Path(dst)
-    if dst_p.exists() and src_p.exists() and os.path.samefile(src_p, dst_p):
-        raise ViewerError(f"{dst_p}: refusing to overwrite the input model; choose another output file")
+    src_p = Path(src)
     try:
         raw = src_p.read_bytes()
     except OSError as e:
@@ -110,11 +109,7 @@ def write_reordered(
     out = None if repack else _permute_in_place(raw, subgraph_index, order)
     if out is None:
         out = _repack(src_p, raw, subgraph_index, order)
-    try:
-        dst_p.write_bytes(out)
-    except OSError as e:
-        raise ViewerError(f"{dst_p}: cannot write: {e.strerror or e}") from None
-    return len(out)
+    return bytes(out)
 
 
 def _permute_in_place(raw: bytes, subgraph_index: int, order: list[int]) -> bytes | None:

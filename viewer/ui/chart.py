@@ -265,7 +265,8 @@ class PackingChart(QWidget):
         return menu
 
     def export(self, path: str, width: int, height: int) -> None:
-        """Write the chart as it is shown (colour mode, filter) to a PNG or SVG.
+        """Write the chart as it is shown (colour mode, filter) to a PNG or SVG, replacing an
+        existing file (the caller's save dialog has asked).
 
         Raises
         ------
@@ -278,7 +279,7 @@ class PackingChart(QWidget):
         if self._data is None:
             raise UsageError(f"{path}: no chart to export (open a model first)")
         export_chart_data(self._data, path, width=int(width), height=int(height),
-                          faded=self._faded_mask())
+                          faded=self._faded_mask(), force=True)  # the window asked already
 
     # --- building ---------------------------------------------------------------------------
 
