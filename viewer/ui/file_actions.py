@@ -131,7 +131,7 @@ def save_offline_plan(w, path: str | None = None) -> str | None:
     kernel scratch buffers stay online (TFLM places them). Never over the open model.
     Returns the path written, or None.
     """
-    from viewer.model.offline_plan import write_with_offline_plan
+    from viewer.export.model_copy import write_offline_planned
 
     doc = w.document
     resp = doc.response
@@ -160,7 +160,7 @@ def save_offline_plan(w, path: str | None = None) -> str | None:
         if u.tensor < n_tensors and u.tensor in plan.offsets:
             offsets[u.tensor] = int(plan.offsets[u.tensor])
     try:
-        n = write_with_offline_plan(src, path, offsets, len(resp.model.subgraphs))
+        n = write_offline_planned(src, path, offsets, len(resp.model.subgraphs), force=True)  # asked above
     except ViewerError as e:
         dialogs.show_error(w, "Not saved", str(e))
         return None

@@ -174,7 +174,7 @@ def _measure_offline(model: Model, plan: Plan, problem: TflmProblem, timeout: fl
     import tempfile
 
     from viewer.errors import ViewerError
-    from viewer.model.offline_plan import write_with_offline_plan
+    from viewer.model.offline_plan import offline_planned_bytes
     from viewer.model.reader import load_model
 
     offsets = [-1] * problem.tensor_count
@@ -184,7 +184,8 @@ def _measure_offline(model: Model, plan: Plan, problem: TflmProblem, timeout: fl
     with tempfile.TemporaryDirectory(prefix="arena-viewer-tflm-") as tmp:
         dst = os.path.join(tmp, "offline.tflite")
         try:
-            write_with_offline_plan(model.path, dst, offsets, len(model.subgraphs))
+            with open(dst, "wb") as f:  # a private temporary folder
+                f.write(offline_planned_bytes(model.path, offsets, len(model.subgraphs)))
             return measure_tflm(load_model(dst), timeout=timeout, min_arena=True)
         except (ViewerError, OSError):
             return None
