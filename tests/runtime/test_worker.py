@@ -138,3 +138,10 @@ def test_the_windows_runtime_confirmation_goes_through_the_worker(tmp_path):
         assert resp.probe.tensor(0).shape == (1, side, side, 3)
     w = worker_for(p)
     assert w.starts == 1 and w.requests == 2  # the shapes' answer is kept for the arena's ask
+
+
+@pytest.mark.parametrize("name", ["se_dynbatch.tflite", "litert_testdata_multi_subgraphs_while.tflite"])
+def test_worker_equals_one_shot_on_deferred_tensors_and_control_flow(name):
+    """se_dynbatch: LiteRT defers tensors to Invoke (the probe invokes once); a WHILE model."""
+    m = shared_model(name)
+    _same(probe_resident(m, check=True), probe_model(m, check=True))
