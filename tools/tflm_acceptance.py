@@ -18,7 +18,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from viewer.analysis.tflm import tflm_problem  # noqa: E402
-from viewer.model.offline_plan import write_with_offline_plan  # noqa: E402
+from viewer.export.model_copy import write_offline_planned  # noqa: E402
 from viewer.model.reader import load_model  # noqa: E402
 from viewer.planning.run import run_planners  # noqa: E402
 from viewer.planning.tflm import plan_tflm_greedy  # noqa: E402
@@ -57,7 +57,7 @@ def main() -> int:
         if opt.arena_bytes < r.head_bytes:
             op = offline_plan(m, r.scratch, planner="optimal", time_limit=5)
             dst = out_dir / f"{f.stem}_offline.tflite"
-            write_with_offline_plan(f, dst, op.offsets, op.num_subgraphs)
+            write_offline_planned(f, dst, op.offsets, op.num_subgraphs, force=True)
             m0 = measure_tflm(m, invoke_seed=0)
             m1 = measure_tflm(load_model(dst), invoke_seed=0)
             off = (f"{m1.head_bytes:,} (predicted {op.predicted_head_bytes:,})" if m1.ok else m1.error)

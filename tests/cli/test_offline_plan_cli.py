@@ -65,3 +65,14 @@ def test_vww_offline_plan_measured_head_equals_our_plan_and_is_smaller(tmp_path,
     assert "55,296 B   = predicted" in out and "identical" in out
     m1 = measure_tflm(load_model(dst))
     assert m1.head_bytes == 55296 < 73728
+
+
+def test_an_existing_output_needs_force(tmp_path, capsys):
+    src = write(tmp_path, "chain.tflite", add_chain(2))
+    dst = tmp_path / "out.tflite"
+    dst.write_bytes(b"keep")
+    rc = main(["offline-plan", str(src), "-o", str(dst), "--no-measure"])
+    _, err = capsys.readouterr()
+    assert rc == 2 and "--force" in err and dst.read_bytes() == b"keep"
+    assert main(["offline-plan", str(src), "-o", str(dst), "--no-measure", "--force"]) == 0
+    assert read_offline_offsets(dst) is not None

@@ -103,3 +103,13 @@ def test_export_draws_the_tflm_plan(tmp_path, capsys):
     out = tmp_path / "c.svg"
     rc, o, _ = run_cli(capsys, "export", str(m), "--runtime", "tflm", "-o", str(out))
     assert rc == 0 and out.exists() and "tflm_greedy" in o
+
+
+@needs_tflm
+def test_check_with_another_planner_measures_the_offline_planned_copy(capsys):
+    m = shared_model("mlperftiny_vww_mobilenet_int8.tflite")
+    rc, out, _ = run_cli(capsys, "check", str(m), "--runtime", "tflm", "--budget", "100KiB",
+                         "--planner", "optimal", "--json")
+    r = json.loads(out)
+    assert rc == 0 and r["head_bytes"] == 55296 and r["tensor_arena_size_bytes"] == 85264
+    assert any("measured by TFLM on a copy" in n for n in r["notes"])

@@ -35,12 +35,13 @@ def add_parser(sub) -> None:
     p.add_argument("--verify", action="store_true",
                    help="measure the written model with TFLM: head and outputs on random inputs")
     p.add_argument("--timeout", type=float, default=120.0, metavar="S", help="seconds for each TFLM run")
+    p.add_argument("--force", action="store_true", help="replace OUT if it exists (never MODEL)")
     p.set_defaults(run=run)
 
 
 def run(args: argparse.Namespace) -> int:
     from viewer.export.paths import check_output_path
-    from viewer.model.offline_plan import write_with_offline_plan
+    from viewer.export.model_copy import write_offline_planned
     from viewer.model.reader import load_model
     from viewer.runtime.tflm_probe import NOT_MEASURED_NOTE, measure_tflm
     from viewer.whatif.offline_plan import offline_plan
@@ -48,7 +49,7 @@ def run(args: argparse.Namespace) -> int:
     if not (math.isfinite(args.time_limit) and args.time_limit > 0):
         raise UsageError(f"--time-limit {args.time_limit:g}: need a positive number of seconds")
     src, dst = Path(args.model), Path(args.output)
-    check_output_path(dst, src, what="offline-planned model")
+    check_output_path(dst, src, what="offline-planned model", force=args.force)
     model = load_model(src)
     notes = []
     scratch = ()
@@ -64,7 +65,7 @@ def run(args: argparse.Namespace) -> int:
     else:
         notes.append(f"--no-measure: {NOT_MEASURED_NOTE}; no room left for scratch buffers")
     op = offline_plan(model, scratch, planner=args.planner, time_limit=args.time_limit)
-    written = write_with_offline_plan(src, dst, op.offsets, op.num_subgraphs)
+    written = write_offline_planned(src, dst, op.offsets, op.num_subgraphs, force=args.force)
     w = print
     w(f"{src}: offline plan by {op.planner}"
       + (" (proven optimal)" if op.proven_optimal else "") + f", {sum(o >= 0 for o in op.offsets)} tensors fixed, "

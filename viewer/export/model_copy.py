@@ -51,3 +51,23 @@ def write_reordered(
     check_output_path(dst, src, what="reordered model", force=force)  # before the work
     data = reordered_model_bytes(src, subgraph_index, order, repack=repack)
     return write_atomic(dst, data, src, what="reordered model", force=force)
+
+
+def write_offline_planned(src, dst, offsets, num_subgraphs: int, *, force: bool = False) -> int:
+    """Write a copy of ``src`` whose ``OfflineMemoryAllocation`` holds ``offsets``, atomically.
+
+    See :func:`viewer.model.offline_plan.offline_planned_bytes`; never over ``src``.
+
+    Raises
+    ------
+    viewer.errors.UsageError
+        ``dst`` is ``src`` (or a link to it), exists without ``force``, or is not a regular file.
+    viewer.errors.ModelFormatError, viewer.errors.ViewerError
+        ``src`` cannot be read, or the write failed (``dst`` unchanged).
+    """
+    from viewer.export.paths import check_output_path
+    from viewer.model.offline_plan import offline_planned_bytes
+
+    check_output_path(dst, src, what="offline-planned model", force=force)
+    data = offline_planned_bytes(src, offsets, num_subgraphs)
+    return write_atomic(dst, data, src, what="offline-planned model", force=force)

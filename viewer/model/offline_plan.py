@@ -90,39 +90,26 @@ def read_offline_offsets(path: str | os.PathLike) -> tuple[int, ...] | None:
     return found
 
 
-def write_with_offline_plan(src: str | os.PathLike, dst: str | os.PathLike, offsets: Sequence[int],
-                            num_subgraphs: int) -> int:
-    """Write a copy of ``src`` with an ``OfflineMemoryAllocation`` entry holding ``offsets``.
+def offline_planned_bytes(src: str | os.PathLike, offsets: Sequence[int], num_subgraphs: int) -> bytes:
+    """The bytes of a copy of ``src`` with an ``OfflineMemoryAllocation`` entry holding ``offsets``.
 
     An existing entry of that name is replaced (its buffer re-pointed); every other field is
-    kept, through LiteRT's schema object API (buffer data re-aligned to 16 bytes, as
-    :func:`viewer.model.writer.write_reordered` repacks). The copy is written to a temporary
-    file beside ``dst`` and renamed into place, and ``dst`` is never ``src``.
-
-    Returns
-    -------
-    int
-        Bytes written.
+    kept, through LiteRT's schema object API (buffer data re-aligned to 16 bytes, as the
+    reordered copy's repack does). Writing the file is
+    :func:`viewer.export.model_copy.write_offline_planned`'s job (atomic, never over ``src``).
 
     Raises
     ------
     viewer.errors.ModelFormatError
         ``src`` is not a readable model, or stores buffers outside the flatbuffer.
-    viewer.errors.ViewerError
-        ``dst`` is ``src`` (also through a link) or cannot be written.
     """
-    import tempfile
-
     import flatbuffers
     import numpy as np
     from ai_edge_litert import schema_py_generated as S
 
-    from viewer.errors import ViewerError
     from viewer.model.writer import FILE_IDENTIFIER, _AlignedBufferT
 
-    src_p, dst_p = Path(src), Path(dst)
-    if dst_p.exists() and os.path.samefile(src_p, dst_p) or dst_p.resolve() == src_p.resolve():
-        raise ViewerError(f"{dst_p}: refusing to overwrite the input model; choose another output file")
+    src_p = Path(src)
     try:
         raw = src_p.read_bytes()
         model = S.ModelT.InitFromPackedBuf(bytearray(raw), 0)
@@ -147,16 +134,4 @@ def write_with_offline_plan(src: str | os.PathLike, dst: str | os.PathLike, offs
     model.metadata = metas + [md]
     builder = flatbuffers.Builder(len(raw) + 1024)
     builder.Finish(model.Pack(builder), file_identifier=FILE_IDENTIFIER)
-    out = bytes(builder.Output())
-    fd, tmp = tempfile.mkstemp(prefix=".offline-plan-", suffix=".tflite", dir=str(dst_p.parent or "."))
-    try:
-        with os.fdopen(fd, "wb") as f:
-            f.write(out)
-        os.replace(tmp, dst_p)
-    except OSError as e:
-        try:
-            os.unlink(tmp)
-        except OSError:
-            pass
-        raise ViewerError(f"{dst_p}: cannot write: {e.strerror or e}") from None
-    return len(out)
+    return bytes(builder.Output())

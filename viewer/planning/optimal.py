@@ -27,6 +27,7 @@ import numpy as np
 
 from viewer.errors import PlanCancelled, PlanningError
 from viewer.planning import _minimalloc as mm
+from viewer.planning.bounds import round_up, size_granularity
 from viewer.planning.registry import register
 from viewer.planning.types import DEFAULT_ALIGNMENT, Plan, PlanningProblem, unique_sorted
 from viewer.units import format_bytes
@@ -102,8 +103,9 @@ def _heuristic_plans(problem, alignment, cancelled, time_limit) -> dict[str, Pla
 class _Anytime:
     """Best plan, proven bound and bookkeeping for one run."""
 
-    def __init__(self, problem, alignment, deadline, t0, progress, cancelled):
+    def __init__(self, problem, alignment, deadline, t0, progress, cancelled, improved=None):
         self.problem = problem
+        self.improved = improved
         self.alignment = alignment
         self.deadline = deadline
         self.t0 = t0
@@ -114,6 +116,7 @@ class _Anytime:
         self.best_arena = 0
         self.best_from = ""
         self.bound = 0
+        self.granularity = 1  # the optimum is a multiple of it
         self.log: list[dict[str, Any]] = []
         self._last_fraction = 0.0
 
@@ -131,10 +134,17 @@ class _Anytime:
             self.log.append({"stage": source, "status": "rejected", "reason": str(e)})
             return False
         self.best_offsets, self.best_arena, self.best_from = dict(offsets), int(arena), source
+        if self.improved is not None:
+            self.improved(Plan(NAME, dict(offsets), int(arena), self.alignment,
+                               int(arena) <= self.bound, min(self.bound, int(arena)),
+                               {"found_by": source, "seconds": time.monotonic() - self.t0}))
+        self.report()
         return True
 
     def raise_bound(self, b: int) -> None:
-        self.bound = max(self.bound, int(b))
+        """A proven lower bound ``b``, rounded up to :attr:`granularity` (see
+        :func:`viewer.planning.bounds.size_granularity`)."""
+        self.bound = max(self.bound, round_up(b, self.granularity))
 
     @property
     def done(self) -> bool:
@@ -210,14 +220,17 @@ class _Capacities:
         self.open.clear()
 
 
-def _dfs_stage(st: _Anytime, start, end, size, idx, ids, alignment, params, budget: float) -> str:
+def _dfs_stage(st: _Anytime, start, end, size, idx, ids, alignment, params, budget: float,
+               target: int | None = None) -> str:
     """Decision searches that descend from the best arena, in passes of growing time slices.
 
     Feasibility is monotone in the capacity: "infeasible at C" proves the bound C + 1, and
     "feasible at C" gives an arena <= C. Each pass, with a slice twice the last one's
     (:data:`FIRST_SLICE` first):
 
-    1. descends from the best arena U towards the proven bound L: the capacity half way
+    1. descends from the best arena U towards the proven bound L (with a slice that doubles
+       only after a pass where the descent found something, so a descent that has stalled
+       costs the bound's attempt little): the capacity half way
        between them, and after a search runs out of time the one half way from there to U
        (closer to U feasible answers come faster; :data:`DESCENT_TRIES` of them per pass),
        starting again half way after every answer; then
@@ -227,23 +240,38 @@ def _dfs_stage(st: _Anytime, start, end, size, idx, ids, alignment, params, budg
     Every search that runs out of time is suspended, not dropped, and resumed when a later
     pass asks for the same capacity (the bound's attempt always is). Every improvement is
     offered (and reported) at once.
+
+    With a ``target`` (bytes; a budget the caller wants to meet, as MiniMalloc's
+    ``--capacity``), passes ask only "does it fit in ``target``?" until that is answered, then
+    go on as above.
     """
     stage_end = min(st.deadline, time.monotonic() + budget)
     caps = _Capacities(st, start, end, size, idx, ids, alignment, params, stage_end)
     outcome = "open"
-    slice_ = FIRST_SLICE
+    slice_ = FIRST_SLICE  # the bound's attempt gets BOUND_SHARE of it; doubles every pass
+    descent_slice = FIRST_SLICE  # doubles only after a pass whose descent found something
     try:
         while not st.done and time.monotonic() < stage_end:
             st.poll()
             before = (st.best_arena, st.bound)
+            if target is not None:
+                cap = target - target % st.granularity
+                if st.bound <= cap < st.best_arena:
+                    caps.attempt(cap, BOUND_SHARE * slice_)
+                    slice_ *= 2
+                    continue
+                target = None
             tries = 0
             while not st.done and time.monotonic() < stage_end and tries < DESCENT_TRIES:
                 top = st.best_arena - 1
                 cap = top - (top - st.bound) // 2 ** (tries + 1)  # 1/2, 3/4, ... of the way
+                cap -= cap % st.granularity  # the same question, and a stronger answer
                 if cap <= st.bound:
                     break  # the bound is the next step's
-                status = caps.attempt(cap, slice_)
+                status = caps.attempt(cap, descent_slice)
                 tries = tries + 1 if status == mm.TIMEOUT else 0
+            if (st.best_arena, st.bound) != before:
+                descent_slice *= 2
             if not st.done and time.monotonic() < stage_end:
                 caps.attempt(st.bound, BOUND_SHARE * slice_)
             if (st.best_arena, st.bound) != before:
@@ -338,6 +366,8 @@ def plan_optimal(
     ingredients: tuple[str, ...] = INGREDIENTS,
     params: mm.SearchParams | None = None,
     cp_sat_workers: int = 2,
+    improved=None,
+    target_bytes: int | None = None,
 ) -> Plan:
     """Place every buffer in the smallest tensor arena this planner can find and prove.
 
@@ -361,6 +391,14 @@ def plan_optimal(
         Switches for the MiniMalloc search's ingredients (default: all on).
     cp_sat_workers : int
         CP-SAT search workers.
+    improved : callable, optional
+        ``improved(plan)`` with every better verified :class:`Plan` as soon as it is found
+        (anytime; ``stats`` has ``found_by`` and ``seconds`` since the start). ``progress``
+        is called at the same moment.
+    target_bytes : int, optional
+        A budget (bytes) to meet first: the search asks whether the arena fits in it before it
+        looks for anything smaller or proves anything (the question MiniMalloc answers for
+        its ``--capacity``); then it goes on as without it.
 
     Returns
     -------
@@ -393,7 +431,7 @@ def plan_optimal(
     if not limit > 0:
         raise PlanningError(f"time limit must be positive seconds, not {time_limit!r}")
     t0 = time.monotonic()
-    st = _Anytime(problem, alignment, t0 + limit, t0, progress, cancelled)
+    st = _Anytime(problem, alignment, t0 + limit, t0, progress, cancelled, improved)
     st.poll()
     ids_all, first, last, size_all = problem.arrays()
     if len(ids_all) == 0:
@@ -401,6 +439,7 @@ def plan_optimal(
                     {"gap": 0.0, "gap_bytes": 0, "status": "optimal", "ingredients": {},
                      "start": {"planner": "", "arena_bytes": 0}, "found_by": "",
                      "lower_bound": 0, "log": [], "seconds": time.monotonic() - t0})
+    st.granularity = size_granularity(size_all, alignment)
     st.raise_bound(problem.lower_bound())
     if "aligned_bound" in ingredients:
         st.raise_bound(aligned_lower_bound(first, last + 1, size_all, alignment))
@@ -436,7 +475,8 @@ def plan_optimal(
         share = 0.75 if "cp_sat" in ingredients else 1.0
         before = (st.best_arena, st.bound)
         budget = (st.deadline - time.monotonic()) * share
-        used["minimalloc"] = {"result": _dfs_stage(st, start, end, size, nz, ids_all, alignment, params, budget),
+        used["minimalloc"] = {"result": _dfs_stage(st, start, end, size, nz, ids_all, alignment, params,
+                                                   budget, target_bytes),
                               "improved_arena": before[0] - st.best_arena,
                               "raised_bound": st.bound - before[1]}
     # 3. CP-SAT for the rest of the time.
@@ -458,6 +498,7 @@ def plan_optimal(
         "start": {"planner": start_from[0], "arena_bytes": start_from[1]},
         "found_by": st.best_from,
         "lower_bound": int(problem.lower_bound()),
+        "granularity": st.granularity,
         "log": st.log,
         "seconds": time.monotonic() - t0,
     }

@@ -109,7 +109,7 @@ def tflm_footprint(model: Model, *, planner: str = "tflm_greedy", planners=None,
         if not meas.ok:
             notes.append(f"{meas.error}; planned numbers only: {NOT_MEASURED_NOTE}")
     elif not measure:
-        notes.append(f"not run (--no-measure): {NOT_MEASURED_NOTE}")
+        notes.append(f"TFLM not run: {NOT_MEASURED_NOTE}")
     ok = meas is not None and meas.ok
     scratch = meas.scratch if ok else ()
     if ok and not meas.hooks:
@@ -142,12 +142,21 @@ def tflm_footprint(model: Model, *, planner: str = "tflm_greedy", planners=None,
                          f"TFLM measured {meas.head_bytes:,d} B; the larger counts")
             if chosen == "tflm_greedy":
                 head = max(head, meas.head_bytes)
-        if meas.min_arena_bytes is not None:
-            need = meas.min_arena_bytes - meas.tail_bytes  # what the head section must hold
-            extra = max(0, need - max(head, meas.head_bytes if chosen == "tflm_greedy" else head))
+        probe = meas
         if chosen != "tflm_greedy":
-            notes.append(f"head from planner {chosen}: TFLM uses it only when it is written into "
-                         "the model (arena-viewer offline-plan)")
+            probe = _measure_offline(model, plans[chosen], problem, timeout)
+            if probe is not None and probe.ok:
+                head, tail = probe.head_bytes, probe.tail_bytes
+                notes.append(f"head from planner {chosen}, measured by TFLM on a copy with that plan "
+                             "written in (arena-viewer offline-plan writes it)")
+            else:
+                probe = meas
+                notes.append(f"head from planner {chosen}: TFLM uses it only when it is written into "
+                             "the model (arena-viewer offline-plan); prepare-time extra counted as the "
+                             "stored model needs it")
+        if probe.min_arena_bytes is not None:
+            need = probe.min_arena_bytes - probe.tail_bytes  # what the head section must hold
+            extra = max(0, need - max(head, probe.head_bytes))
     if not ok and scratch == ():
         notes.append("kernel scratch buffers are not included in the planned head")
     npu = _npu_scratch(model, problem)
@@ -157,6 +166,29 @@ def tflm_footprint(model: Model, *, planner: str = "tflm_greedy", planners=None,
                                  for n, s, o in npu))
     return TflmFootprint(model, problem, analysis, plans, chosen, head, meas, tail, extra,
                          ALIGNMENT_MARGIN, tuple(notes))
+
+
+def _measure_offline(model: Model, plan: Plan, problem: TflmProblem, timeout: float):
+    """TFLM's measurement of a temporary copy of ``model`` with ``plan`` written offline."""
+    import os
+    import tempfile
+
+    from viewer.errors import ViewerError
+    from viewer.model.offline_plan import offline_planned_bytes
+    from viewer.model.reader import load_model
+
+    offsets = [-1] * problem.tensor_count
+    for b in problem.buffers:
+        if b.id < problem.tensor_count:
+            offsets[b.id] = int(plan.offsets[b.id])
+    with tempfile.TemporaryDirectory(prefix="arena-viewer-tflm-") as tmp:
+        dst = os.path.join(tmp, "offline.tflite")
+        try:
+            with open(dst, "wb") as f:  # a private temporary folder
+                f.write(offline_planned_bytes(model.path, offsets, len(model.subgraphs)))
+            return measure_tflm(load_model(dst), timeout=timeout, min_arena=True)
+        except (ViewerError, OSError):
+            return None
 
 
 def _npu_scratch(model: Model, problem: TflmProblem) -> list[tuple[str, int, int | None]]:
