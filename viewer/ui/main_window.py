@@ -13,15 +13,7 @@ import os
 from pathlib import Path
 
 from PySide6.QtCore import QByteArray, QSettings, QSize, Qt, Signal
-from PySide6.QtWidgets import (
-    QDockWidget,
-    QFileDialog,
-    QFrame,
-    QMainWindow,
-    QScrollArea,
-    QStackedWidget,
-    QWidget,
-)
+from PySide6.QtWidgets import QDockWidget, QFileDialog, QMainWindow, QStackedWidget, QWidget
 
 from viewer.document import Document
 from viewer.document.state import OPTIMAL_TIME_LIMIT, REORDER_TIME_LIMIT
@@ -34,6 +26,7 @@ from viewer.ui.compare import CompareView
 from viewer.ui.side_panel import SidePanel, budget_report
 from viewer.ui.tensor_table import TensorTable
 from viewer.ui.tiling_panel import TilingController
+from viewer.ui.widgets import VerticalScrollArea
 from viewer.ui.whatif_panel import WhatIfPanel
 from viewer.ui.workers import TaskRunner
 from viewer.units import format_bytes
@@ -108,10 +101,8 @@ class MainWindow(QMainWindow):
         right = Qt.DockWidgetArea.RightDockWidgetArea
         side_dock = self._add_dock("Summary", self.side, right, "side_dock")
         table_dock = self._add_dock("Tensors", self.table, Qt.DockWidgetArea.BottomDockWidgetArea, "table_dock")
-        self.whatif_scroll = QScrollArea(self)  # the panel (with its Tiling section) is taller than a dock
-        self.whatif_scroll.setWidget(self.whatif)
-        self.whatif_scroll.setWidgetResizable(True)
-        self.whatif_scroll.setFrameShape(QFrame.Shape.NoFrame)
+        # The panel (with its Tiling section) is taller than a dock: it scrolls.
+        self.whatif_scroll = VerticalScrollArea(self.whatif, self)
         whatif_dock = self._add_dock("What if", self.whatif_scroll, right, "whatif_dock")
         self.resizeDocks([table_dock], [230], Qt.Orientation.Vertical)
         self.resizeDocks([side_dock], [420], Qt.Orientation.Horizontal)

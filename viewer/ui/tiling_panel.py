@@ -108,6 +108,7 @@ class TilingPanel(QGroupBox):
         outer.addWidget(self.runtime_line)
         self.plot = pg.PlotWidget()
         self.plot.setMinimumHeight(150)
+        self.plot.setMinimumWidth(120)
         self.plot.setLabel("bottom", "split after operator")
         self.plot.setLabel("left", "peak (MiB)")
         self.plot.addLegend(offset=(-5, 5), labelTextSize="7pt")
@@ -198,7 +199,7 @@ class TilingController(QObject):
         self.window = window
         self.panel = TilingPanel(window.whatif)
         lay = window.whatif.layout()
-        lay.insertWidget(max(lay.count() - 2, 0), self.panel)
+        lay.insertWidget(max(lay.count() - 1, 0), self.panel)  # after "Reset edits", before the stretch
         self.view = None
         self.verification = None
         self.curve = None
