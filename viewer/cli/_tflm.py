@@ -60,6 +60,9 @@ def run_check(args) -> int:
     limit = parse_size(args.budget)
     if limit <= 0:
         raise UsageError(f"--budget {args.budget}: a device budget must be more than 0 bytes")
+    if getattr(args, "find_resolution", False):
+        raise UsageError(f"{args.model}: --find-resolution searches with LiteRT only; drop "
+                         "--runtime tflm, or give --input-shape to check one size under TFLM")
     overhead = parse_size(args.runtime_overhead)
     model, edited, notes = _model_and_edits(args)
     planner = "tflm_greedy" if args.planner in ("litert", None) else args.planner
