@@ -338,7 +338,7 @@ class MainWindow(QMainWindow):
             self._update_budget_verdict()
             return
         self.chart.set_view(resp.analysis, plan, model_name=name, subgraph=resp.request.subgraph)
-        self.table.set_view(resp.analysis, plan)
+        self.table.set_view(resp.analysis, plan, self.document.temporary_shapes())
         self._update_budget_verdict()
 
     def _update_compare_view(self) -> None:
