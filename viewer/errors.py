@@ -56,5 +56,9 @@ class WhatIfError(ViewerError):
     """A what-if edit the model cannot take (e.g. a resize through a fixed RESHAPE)."""
 
 
+class SizeLimitError(ViewerError):
+    """A tensor or an arena beyond what any device can hold (over 2^53 B; sums over 2^62 B)."""
+
+
 class UsageError(ViewerError):
     """A bad command-line value (e.g. an unparseable size or shape)."""
