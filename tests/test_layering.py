@@ -1,4 +1,4 @@
-"""Dependencies point one way: ui -> export -> whatif/runtime -> planning -> analysis -> model.
+"""Dependencies point one way: ui -> export -> document -> whatif/runtime -> planning -> analysis -> ops -> model.
 
 No Qt below viewer.ui except viewer.export (where rendering needs it), and export never imports ui.
 """
@@ -6,10 +6,13 @@ No Qt below viewer.ui except viewer.export (where rendering needs it), and expor
 from __future__ import annotations
 
 import ast
+import subprocess
+import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1] / "viewer"
-RANK = {"model": 0, "analysis": 1, "planning": 2, "runtime": 3, "whatif": 3, "export": 4, "ui": 5, "cli": 6,
+RANK = {"model": 0, "ops": 0.5, "analysis": 1, "planning": 2, "runtime": 3, "whatif": 3, "document": 4, "export": 5, "ui": 6,
+        "cli": 7,
         "resources": 0}
 ANYWHERE = {"errors", "units", "__init__", "__main__"}
 QT = ("PySide6", "pyqtgraph", "shiboken6")
@@ -67,3 +70,14 @@ def test_export_never_imports_ui():
     bad = [f"{f.relative_to(ROOT)}:{line}" for f in (ROOT / "export").rglob("*.py")
            for mod, line in _imports(f) if mod.startswith("viewer.ui")]
     assert not bad, bad
+
+
+def test_document_imports_no_qt_even_indirectly():
+    """The document (state and background work) loads without PySide6/pyqtgraph."""
+    code = ("import sys, viewer.document, viewer.document.work; "
+            f"bad = [m for m in sys.modules if m.split('.')[0] in {QT!r}]; "
+            "print(bad); sys.exit(1 if bad else 0)")
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert not [f for f in (ROOT / "document").rglob("*.py")
+                for mod, _ in _imports(f) if mod.split(".")[0] in QT]

@@ -24,11 +24,39 @@ MODELS = shared_model_names(loads_in_litert=True)
 @functools.lru_cache(maxsize=None)
 def _probe(name):
     """The runtime's arena: after ``allocate_tensors()``, or after one ``Invoke`` when LiteRT
-    deferred part of it (graphs with dynamic tensors are planned in node ranges)."""
-    probe = probe_model(shared_model(name), timeout=120)
-    if probe.ok and probe.deferred:
-        probe = probe_model(shared_model(name), timeout=120, invoke=True)
-    return probe
+    deferred part of it (the probe's default; graphs with dynamic tensors, or a RESHAPE whose
+    shape is computed, are planned in node ranges)."""
+    return probe_model(shared_model(name), timeout=120)
+
+
+@pytest.mark.shared
+def test_a_deferred_arena_is_read_after_one_invoke_to_the_byte():
+    """se_dynbatch: RESHAPE #5 takes a computed shape, so LiteRT plans nodes 0..5 at
+    allocate_tensors() and 6..10 during the first Invoke; the probe reads the arena after it,
+    and it equals the runtime's own (in this process, one invoke) to the byte."""
+    from ai_edge_litert.interpreter import Interpreter, OpResolverType
+
+    from viewer.runtime._child import _random_inputs
+
+    path = shared_model("se_dynbatch.tflite")
+    probe = _probe("se_dynbatch.tflite")
+    assert probe.ok and probe.invoked and not probe.deferred and "Invoke" in probe.invoke_reason
+    assert probe.node_ranges == ((0, 5), (6, 10))
+    ip = Interpreter(model_path=str(path),
+                     experimental_op_resolver_type=OpResolverType.BUILTIN_WITHOUT_DEFAULT_DELEGATES)
+    ip.allocate_tensors()
+    _random_inputs(ip)
+    ip.invoke()
+    spans = []
+    for i in range(len(load_model(path).subgraph(0).tensors)):
+        if probe.tensor(i).in_arena:
+            a = ip.tensor(i)()
+            spans.append((a.ctypes.data, a.ctypes.data + a.nbytes))
+            del a
+    base = min(lo for lo, _ in spans)
+    assert {i: probe.tensor(i).offset for i in probe.offsets if i < 23} == {
+        i: ip.tensor(i)().ctypes.data - base for i in probe.offsets if i < 23}
+    assert probe.arena_bytes == 11_583_488
 
 
 def test_replay_of_a_tiny_chain_is_exact(tmp_path):

@@ -87,7 +87,7 @@ def test_window_storage_menu_replans_and_compare_dock_shows_the_delta(qtbot, win
     u = max((u for u in a.usages if u.kind == "intermediate" and u.alias_of is None
              and a.subgraph.tensors[u.tensor].dtype == "uint8"), key=lambda u: u.nbytes)
     window.compare_action.trigger()
-    assert window.compare_dock.isVisible()
+    assert window.compare.isVisible()
     shown = []
     window.view_changed.connect(lambda: shown.append(1))
     window.chart.tensor_dtype_requested.emit(u.tensor, "float32")

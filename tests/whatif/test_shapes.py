@@ -148,8 +148,15 @@ def _edited_inputs(sg, mode):
 
 
 def runtime_shapes(path, inputs):
-    """Shapes after LiteRT's own resize + allocate (in this process), or the error text."""
+    """Shapes after LiteRT's own resize + allocate (in this process), or the error text.
+
+    When ``allocate_tensors()`` left tensors without memory (LiteRT sizes them during
+    ``Invoke``: dynamic outputs, RESHAPE with a computed shape), the shapes are read after one
+    invocation on synthetic inputs, as the probe does.
+    """
     from ai_edge_litert.interpreter import Interpreter, OpResolverType
+
+    from viewer.runtime._child import _random_inputs, _unallocated
 
     try:
         it = Interpreter(model_path=str(path),
@@ -157,6 +164,9 @@ def runtime_shapes(path, inputs):
         for i, s in inputs.items():
             it.resize_tensor_input(i, list(s), strict=False)
         it.allocate_tensors()
+        if _unallocated(it, 0, it._interpreter.NumTensors(0)):
+            _random_inputs(it)
+            it.invoke()
     except (RuntimeError, ValueError) as e:
         return None, str(e)
     ii = it._interpreter

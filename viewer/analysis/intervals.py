@@ -31,7 +31,6 @@ Each rule is checked against LiteRT 2.3's data pointers on the shared models
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Iterable
 
 import numpy as np
@@ -55,60 +54,27 @@ from viewer.analysis.types import (
 from viewer.errors import SizeLimitError
 from viewer.model.dtypes import MAX_SUM_BYTES, MAX_TENSOR_BYTES
 from viewer.model.types import FLAG_RESOURCE, FLAG_STRING, FLAG_VARIANT, Subgraph
+from viewer.ops import REGISTRY, PersistentRoRule
+
+# The per-operator rules below live in the operator registry (viewer/ops/, one entry per
+# operator, each citing its LiteRT kernel file); these tables are views of it.
 
 #: Operators whose kernels put their output in LiteRT's persistent arena
 #: (``kTfLiteArenaRwPersistent``) at prepare time, computed once: DEQUANTIZE when its input is
 #: a constant from the file (``IsConstantTensor``: tflite/kernels/dequantize.cc), DENSIFY always
 #: (its input must be constant: tflite/kernels/densify.cc). Unlike ``kTfLitePersistentRo`` this
 #: does not make the output "constant or persistent" for the kernels that read it.
-FOLDING_OPS = frozenset({"DEQUANTIZE", "DENSIFY"})
-
-
-@dataclass(frozen=True)
-class PersistentRoRule:
-    """When a LiteRT kernel calls ``SetTensorToPersistentRo(output)`` in Prepare.
-
-    The output is then computed once at prepare time into heap memory outside the arena
-    (``kTfLitePersistentRo``), and counts as "constant or persistent" for the kernels reading it.
-
-    Attributes
-    ----------
-    inputs : tuple of int or None
-        Input positions that must all be constant or persistent (``IsConstantOrPersistentTensor``;
-        an omitted optional input counts as satisfied); None: every input; (): always folded.
-    max_output_elements : int or None
-        Folded only when the output has at most this many elements.
-    source : str
-        The LiteRT kernel file (google-ai-edge/LiteRT ``tflite/kernels/``).
-    """
-
-    inputs: tuple[int, ...] | None
-    max_output_elements: int | None = None
-    source: str = ""
-
+FOLDING_OPS = frozenset(n for n, s in REGISTRY.items() if s.persistent_folding)
 
 #: The builtin kernels that call ``SetTensorToPersistentRo`` on their output (found by searching
 #: LiteRT's tflite/kernels/*.cc for the call; the search index may miss a rarely used kernel),
-#: with the condition; every rule and each exclusion below is checked against LiteRT 2.3 with a
-#: hand-built model in tests/analysis/test_folding.py.
+#: with the condition (:class:`viewer.ops.PersistentRoRule`); every rule and each exclusion is
+#: checked against LiteRT 2.3 with a hand-built model in tests/analysis/test_folding.py.
 #: Not here: ADD, SUB, DIV and the other element-wise ops, PACK, CAST (only with the
 #: interpreter's ``cache_constant_cast_op`` option), SUM/MEAN/REDUCE_MAX (their ``noop`` does
 #: not change the allocation), SLICE, TRANSPOSE, FILL...: LiteRT 2.3 keeps those in the arena.
 PERSISTENT_RO_RULES: dict[str, PersistentRoRule] = {
-    # "the input shape is always known at the time of Prepare": always folded.
-    "SHAPE": PersistentRoRule((), source="shape.cc"),
-    "RANK": PersistentRoRule((), source="rank.cc"),
-    "STRIDED_SLICE": PersistentRoRule((0, 1, 2), source="strided_slice.cc (input, begin, end)"),
-    "GATHER": PersistentRoRule((0, 1), source="gather.cc (input, positions)"),
-    "CONCATENATION": PersistentRoRule(None, source="concatenation.cc (every input)"),
-    "RANGE": PersistentRoRule((0, 1, 2), source="range.cc (start, limit, delta)"),
-    "BROADCAST_ARGS": PersistentRoRule((0, 1), source="broadcast_args.cc (shape1, shape2)"),
-    "MUL": PersistentRoRule((0, 1), source="mul.cc (input1, input2)"),
-    "RESHAPE": PersistentRoRule((0, 1), source="reshape.cc (input, and the shape input if any; not STRING)"),
-    "TILE": PersistentRoRule((0, 1), source="tile.cc (input, multipliers)"),
-    # PrepareProd: noop = input and axis constant or persistent, and the output has at most
-    # kMaxConstantOutputTensorSize (8) elements.
-    "REDUCE_PROD": PersistentRoRule((0, 1), max_output_elements=8, source="reduce.cc (input, axis)"),
+    n: s.persistent_ro for n, s in REGISTRY.items() if s.persistent_ro is not None
 }
 
 OUT_VARIABLE = "variable (LiteRT's persistent arena)"
@@ -121,21 +87,12 @@ OUT_WHILE_FORWARDED = (
 
 #: Operators whose kernels make their outputs dynamic in Prepare (allocated at run time,
 #: outside the arena): READ_VARIABLE (tflite/kernels/read_variable.cc), measured with LiteRT 2.3.
-DYNAMIC_OUTPUT_OPS = frozenset({"READ_VARIABLE"})
+DYNAMIC_OUTPUT_OPS = frozenset(n for n, s in REGISTRY.items() if s.dynamic_output)
 
 #: LiteRT kernels whose registration sets ``inplace_operator`` (tflite/kernels/*.cc), as
 #: (inputs that may be shared, data unmodified). ``kTfLiteInplaceOpInput0Shared`` = input 0...
 INPLACE_OPS: dict[str, tuple[tuple[int, ...], bool]] = {
-    "RESHAPE": ((0,), True),
-    "SQUEEZE": ((0,), True),
-    "EXPAND_DIMS": ((0,), True),
-    "BITCAST": ((0,), True),
-    "ADD": ((0, 1), False),
-    "SUB": ((0, 1), False),
-    "MUL": ((0, 1), False),
-    "DIV": ((0, 1), False),
-    "SOFTMAX": ((0,), False),
-    "DYNAMIC_UPDATE_SLICE": ((0,), False),
+    n: (s.inplace.inputs, s.inplace.unmodified) for n, s in REGISTRY.items() if s.inplace is not None
 }
 _NOT_DROPPED_FLAGS = frozenset({FLAG_STRING, FLAG_RESOURCE, FLAG_VARIANT})
 #: ``kTfLiteMaxSharableOpInputs``: only the first inputs are candidates.

@@ -12,7 +12,7 @@ import os
 import sys
 
 from viewer import __version__
-from viewer.errors import ViewerError
+from viewer.errors import FIXED_SIZE_HINTS, ViewerError
 
 #: subcommand -> module under viewer.cli
 COMMANDS = {
@@ -22,6 +22,10 @@ COMMANDS = {
     "check": "check",
     "plan-csv": "plan_csv",
     "reorder": "reorder",
+    "offline-plan": "offline_plan",
+    "overlay": "overlay",
+    "compare": "compare",
+    "tile": "tile",
     "gui": "gui",
 }
 
@@ -60,6 +64,14 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 
+def _unknown_command(word: str) -> bool:
+    """``word`` (the first argument) is neither a command, a flag nor a model to open: a bare
+    word such as ``frobnicate`` that names no existing file and does not end in ``.tflite``."""
+    if word in COMMANDS or word.startswith("-"):
+        return False
+    return not word.lower().endswith(".tflite") and not os.path.exists(word) and os.sep not in word
+
+
 def main(argv: list[str] | None = None) -> int:
     """Run the command line.
 
@@ -72,6 +84,11 @@ def main(argv: list[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     # `arena-viewer`, `arena-viewer MODEL` and `arena-viewer --no-measure MODEL` (any gui flag
     # without the word `gui`) open the window.
+    if argv and _unknown_command(argv[0]):
+        print(f"{PROG}: error: unknown command {argv[0]!r}; the commands are "
+              f"{', '.join(c for c in COMMANDS if c != 'gui')} (or '{PROG} MODEL' for the window; "
+              f"see '{PROG} --help')", file=sys.stderr)
+        return 2
     if not argv or (argv[0] not in COMMANDS and argv[0] not in TOP_LEVEL_FLAGS):
         argv = ["gui", *argv]
     try:
@@ -85,7 +102,8 @@ def main(argv: list[str] | None = None) -> int:
             return 0
         return int(args.run(args) or 0)
     except ViewerError as e:
-        print(f"{PROG}: error: {e}", file=sys.stderr)
+        hint = FIXED_SIZE_HINTS["cli"] if getattr(e, "fixed_size", False) else ""
+        print(f"{PROG}: error: {e}{hint}", file=sys.stderr)
         return 2
     except BrokenPipeError:  # e.g. `arena-viewer plan --json M | head`
         try:
@@ -108,5 +126,9 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def entry_point() -> None:
-    """Console-script entry point."""
+    """Console-script entry point (also a frozen bundle's, where it may start a runtime child)."""
+    from viewer.runtime.spawn import run_child_if_asked
+
+    if run_child_if_asked(sys.argv[1:]):
+        sys.exit(0)
     sys.exit(main())

@@ -18,19 +18,19 @@ does not, 2 on bad input.
 from __future__ import annotations
 
 import argparse
-import dataclasses
 import json
 import math
 import sys
 import time
 
 from viewer.cli._common import add_model_args, known_planners_help
+from viewer.cli._tile_check import add_tile_arg, apply_tile
+from viewer.cli._tflm import add_runtime_arg, is_tflm, run_check as run_tflm_check
 from viewer.cli._edits import add_edit_args, edit_notes, edits_from_args
-from viewer.errors import UsageError, WhatIfError
+from viewer.errors import UsageError
 from viewer.model.reader import load_model
 from viewer.units import format_bytes, parse_size
-from viewer.whatif.budget import WEIGHTS_MODES, budget_report, fixed_bytes, search_largest_square
-from viewer.whatif.edits import WhatIfEdits
+from viewer.whatif.budget import WEIGHTS_MODES, budget_report, fixed_bytes
 from viewer.whatif.footprint import footprint
 
 #: Largest square side ``--find-resolution`` tries (pixels).
@@ -64,14 +64,19 @@ def add_parser(sub) -> None:
                    help="seconds before the LiteRT process is killed (default 120)")
     p.add_argument("--runtime-overhead", default="0", metavar="SIZE",
                    help="runtime overhead estimate added to the sum (default 0)")
-    p.add_argument("--weights", choices=WEIGHTS_MODES, default="copied",
-                   help="copied: weights count against the budget (default); mapped: file-backed "
-                        "page cache, reclaimable, shown but not counted")
+    p.add_argument("--weights", choices=WEIGHTS_MODES, default=None,
+                   help="copied: weights count against the budget (default for litert); mapped: "
+                        "file-backed page cache (or flash, the default for --runtime tflm), shown "
+                        "but not counted")
     p.add_argument("--find-resolution", action="store_true",
                    help="also search the largest square input resolution that fits (image models; "
-                        "every side 1..4096, step 1; combine with --rescale-fixed-sizes)")
+                        "every side 1..4096, step 1, by bisection on our estimate, the answer and "
+                        "the next side confirmed by LiteRT, at most 20 runtime probes; a model "
+                        "whose size is fixed names the operator; combine with --rescale-fixed-sizes)")
     p.add_argument("--json", action="store_true", help="print one JSON object instead of lines")
     add_edit_args(p)
+    add_runtime_arg(p)
+    add_tile_arg(p)
     p.set_defaults(run=run)
 
 
@@ -114,7 +119,12 @@ def _counted_arena(fp, planner_name: str) -> int:
 
 
 def run(args: argparse.Namespace) -> int:
+    if is_tflm(args):
+        return run_tflm_check(args)
+    args.weights = args.weights or "copied"
     limit = parse_size(args.budget)
+    if limit <= 0:
+        raise UsageError(f"--budget {args.budget}: a device budget must be more than 0 bytes")
     runtime = parse_size(args.runtime_overhead)
     time_limit = _positive_seconds("--time-limit", args.time_limit)
     timeout = _positive_seconds("--timeout", args.timeout)
@@ -128,6 +138,9 @@ def run(args: argparse.Namespace) -> int:
     w = analysis.widest_op
     arena = _counted_arena(fp, args.planner)
     label, counted = _arena_label(fp, args.planner)
+    arena, label, counted, args._tile = apply_tile(args, arena, label, counted)
+    if args._tile is not None:
+        w = -1  # the untiled widest operator does not bind the tiled execution
     rep = budget_report(
         limit, arena_bytes=arena, weights_bytes=model.weights_bytes,
         runtime_bytes=runtime, batch=batch, weights_mode=args.weights,
@@ -146,44 +159,54 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _find_resolution(args, model, edits, limit, runtime, time_limit, timeout):
-    """(SquareSearch or None, reason when not searched)."""
+    """(ResolutionSearch or None, reason when not searched)."""
+    from viewer.whatif.resolution import find_largest_square
+
     if not _image_input(model, args.subgraph):
         return None, "not an image model (no rank-4 NHWC input), so no square resolution to search"
     avail = limit - fixed_bytes(model.weights_bytes, runtime, args.weights)
     t0 = time.monotonic()
-    base = edits if edits is not None else WhatIfEdits()
 
-    def total_at(side: int) -> int | None:
-        shapes = dict(base.input_shapes)
-        shapes[""] = (side, side)
-        e = dataclasses.replace(base, input_shapes=shapes)
-        try:
-            fp = footprint(model, args.subgraph, e, planner=args.planner, measure=args.measure,
-                           timeout=timeout, time_limit=time_limit)
-        except WhatIfError:
-            return None
+    def total(fp) -> int:
         return _counted_arena(fp, args.planner) + fp.persistent_bytes + fp.other_subgraphs_bytes
 
-    def progress(side: int, total: int | None, ok: bool | None) -> None:
+    def progress(kind: str, side: int, nbytes: int | None) -> None:
         if time.monotonic() - t0 < PROGRESS_AFTER_S:
             return
-        what = ("the model does not take it" if total is None else
-                f"{format_bytes(total)}, {'fits' if ok else 'does not fit'}")
-        print(f"find-resolution: {side}x{side}: {what}", file=sys.stderr, flush=True)
+        what = ("the model does not take it" if nbytes is None else
+                f"{format_bytes(nbytes)}, {'fits' if nbytes <= avail else 'does not fit'}")
+        print(f"find-resolution: {side}x{side} ({kind}): {what}", file=sys.stderr, flush=True)
 
-    return search_largest_square(total_at, avail, max_side=MAX_SIDE, progress=progress), ""
+    found = find_largest_square(model, args.subgraph, edits, avail, total=total,
+                                planner=args.planner, measure=args.measure, timeout=timeout,
+                                time_limit=time_limit, max_side=MAX_SIDE, progress=progress)
+    return found, ""
 
 
 def _resolution_lines(found) -> list[str]:
     search, reason = found
     if search is None:
         return [f"largest square input that fits: {reason}"]
+    if search.fixed_by:
+        s = search.side
+        head = ("largest square input that fits: "
+                + (f"{s}x{s}, the only size the model takes ({_b(search.total_bytes)})" if s else
+                   "none: the model takes only its stored size, which does not fit"))
+        return [head, f"  fixed by: {search.fixed_by}", f"  ({search.note}; {_probes(search)})"]
     if search.side:
         head = (f"largest square input that fits: {search.side}x{search.side} "
-                f"({_b(search.total_bytes)}: arena + persistent + other subgraphs)")
+                f"({_b(search.total_bytes)}: arena + persistent + other subgraphs"
+                + ("" if search.confirmed else "; NOT confirmed by the runtime") + ")")
     else:
         head = "largest square input that fits: none (no resolution the model takes fits)"
-    return [head, f"  ({search.note})"]
+    return [head, f"  ({search.note}; {_probes(search)})"]
+
+
+def _probes(search) -> str:
+    err = search.estimate_error
+    return (f"{search.runtime_probes} runtime probe{'s' if search.runtime_probes != 1 else ''}, "
+            f"{search.estimates} estimates"
+            + (f", estimate within {err:.1%} of the runtime where both ran" if err is not None else ""))
 
 
 def _edits_of(args):
@@ -207,7 +230,7 @@ def _print_lines(args, model, fp, rep, counted, found, limit) -> None:
         out(f"note: ... {len(notes) - 4} more (see 'arena-viewer plan' for all)")
     lines = rep.lines()
     out(f"  {lines[0]}")
-    if fp.measured and fp.temporaries_count:
+    if fp.measured and fp.temporaries_count and getattr(args, "_tile", None) is None:
         n = fp.temporaries_count
         big = fp.largest_temporary
         out(f"    kernel temporaries: {n} tensor{'s' if n != 1 else ''}, {_b(fp.temporaries_bytes)} in all "
@@ -221,7 +244,8 @@ def _print_lines(args, model, fp, rep, counted, found, limit) -> None:
     lb = fp.analysis.lower_bound_bytes
     if fp.analysis.widest_op >= 0:
         what = "kernel temporaries included" if fp.measured else "model tensors only"
-        out(f"  lower bound (widest operator's breadth, {what}): {_b(lb)}")
+        untiled = "untiled " if getattr(args, "_tile", None) is not None else ""
+        out(f"  {untiled}lower bound (widest operator's breadth, {what}): {_b(lb)}")
     if found is not None:
         for line in _resolution_lines(found):
             out(f"  {line}")
@@ -259,12 +283,17 @@ def _print_json(args, model, fp, rep, counted, found, limit) -> None:
         "widest_op": fp.analysis.widest_op,
         "notes": edit_notes(model, args.subgraph, _edits_of(args)) + list(fp.notes),
     }
+    if getattr(args, "_tile", None) is not None:
+        report["tile"] = args._tile
     if found is not None:
         search, reason = found
         report["find_resolution"] = (
             {"side": None, "reason": reason} if search is None else
             {"side": search.side or None, "total_bytes": search.total_bytes,
-             "monotone": search.monotone, "note": search.note}
+             "confirmed": search.confirmed, "neighbour": search.neighbour,
+             "neighbour_bytes": search.neighbour_bytes, "fixed_by": search.fixed_by or None,
+             "runtime_probes": search.runtime_probes, "estimates": search.estimates,
+             "estimate_error": search.estimate_error, "note": search.note}
         )
     json.dump(report, sys.stdout, indent=1)
     sys.stdout.write("\n")

@@ -6,11 +6,12 @@ import argparse
 import json
 import sys
 
+from viewer.cli._tflm import add_runtime_arg, is_tflm, run_plan as run_tflm_plan
 from viewer.cli._common import add_edit_args, add_model_args, edits_from_args, known_planners_help, planner_choice
 from viewer.analysis.types import KIND_TEMPORARY
 from viewer.errors import UsageError, ViewerError
 from viewer.export.paths import check_output_path
-from viewer.export.report import build_report, gap_pct
+from viewer.export.report import build_report
 from viewer.planning.types import DEFAULT_ALIGNMENT
 from viewer.planning.run import best_plan_name, run_planners
 from viewer.units import format_bytes
@@ -33,6 +34,8 @@ def add_parser(sub) -> None:
     p.add_argument("--export-csv", metavar="FILE",
                    help="also write the problem as minimalloc CSV (id,lower,upper,size[,offset]); "
                         "offsets of the chosen/best plan are included")
+    p.add_argument("--force", action="store_true",
+                   help="replace the --export-csv file when it exists (without it, it is refused)")
     p.add_argument("--top", type=_top, default=10, metavar="K", help="rows of the widest operator's profile (default 10)")
     p.add_argument("--measure", action="store_true",
                    help="also run LiteRT (subprocess) and plan with its kernel temporaries (im2col, "
@@ -40,6 +43,7 @@ def add_parser(sub) -> None:
     p.add_argument("--timeout", type=float, default=60.0, metavar="S",
                    help="seconds for the runtime subprocess with --measure (default 60)")
     add_edit_args(p)
+    add_runtime_arg(p)
     p.set_defaults(run=run)
 
 
@@ -57,7 +61,9 @@ def run(args: argparse.Namespace) -> int:
     if args.time_limit is not None and not (args.time_limit > 0 and args.time_limit < float("inf")):
         raise UsageError(f"--time-limit must be a positive number of seconds, got {args.time_limit}")
     if args.export_csv:
-        check_output_path(args.export_csv, args.model, what="CSV problem")
+        check_output_path(args.export_csv, args.model, what="CSV problem", force=args.force)
+    if is_tflm(args):
+        return run_tflm_plan(args)
     edits = edits_from_args(args)
     prep = prepare(args.model, args.subgraph, edits)
     notes = list(prep.notes)
@@ -74,9 +80,10 @@ def run(args: argparse.Namespace) -> int:
     if measured is not None:
         plans["litert_measured"] = measured
     if args.export_csv:
-        from viewer.planning.csv_io import write_problem_csv
+        from viewer.export.problem_csv import write_problem_csv
 
-        write_problem_csv(problem, args.export_csv, plan=plans.get(best) if best else None)
+        write_problem_csv(problem, args.export_csv, plans.get(best) if best else None, None,
+                          args.model, force=args.force)
     fp_notes, extra = _beyond_the_arena(prep.model, args.subgraph, a, plans, best)
     notes.extend(fp_notes)
     if not args.measure:
@@ -180,7 +187,8 @@ def _print_table(r: dict, a, top: int) -> None:
         out(f"  {'kernel temporaries':<28}{_fmt(m['temporaries_bytes'])}  ({len(m['temporaries'])} measured)\n")
     if r.get("persistent_bytes"):
         out(f"  {'persistent (outside arena)':<28}{_fmt(r['persistent_bytes'])}\n")
-    out("  planner                             arena            gap to lower bound\n")
+    gap_to = "gap to aligned bound" if alb > lb else "gap to lower bound"
+    out(f"  planner                             arena            {gap_to}\n")
     for name, p in r["plans"].items():
         mark = "  <- smallest" if name == r["best_plan"] else ""
         if p["proven_optimal"]:
@@ -191,7 +199,7 @@ def _print_table(r: dict, a, top: int) -> None:
             proven = " (the runtime's own arena)"
         else:
             proven = ""
-        out(f"  {name:<28}{_fmt(p['arena_bytes'])}  {gap_pct(p['arena_bytes'], lb):+7.1f}%{proven}{mark}\n")
+        out(f"  {name:<28}{_fmt(p['arena_bytes'])}  {p['gap_pct']:+7.1f}%{proven}{mark}\n")
     w = r["widest_operator"]
     if w:
         out(f"\nwidest operator: #{w['index']} {w['op']}, breadth {format_bytes(w['breadth_bytes'])} "

@@ -16,7 +16,7 @@ from viewer.planning.verify import verify_plan  # noqa: F401
 # Planner modules register themselves on import. Keep this list in display order.
 import importlib as _importlib
 
-for _mod in ("naive", "litert", "greedy", "strip_packing", "optimal"):
+for _mod in ("naive", "litert", "greedy", "strip_packing", "optimal", "tflm"):
     try:
         _importlib.import_module(f"viewer.planning.{_mod}")
     except ModuleNotFoundError as _e:  # a planner not written yet

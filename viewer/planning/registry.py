@@ -23,6 +23,8 @@ class PlannerSpec:
         It can prove optimality (slow; not run by ``all`` unless asked).
     source : str
         Paper or runtime file the algorithm follows.
+    runtime : str or None
+        A runtime's own planner (``"tflm"``): listed by default only for that runtime.
     """
 
     name: str
@@ -30,16 +32,17 @@ class PlannerSpec:
     func: Planner
     exact: bool = False
     source: str = ""
+    runtime: str | None = None
 
 
 PLANNERS: dict[str, PlannerSpec] = {}
 
 
-def register(name: str, label: str, *, exact: bool = False, source: str = ""):
+def register(name: str, label: str, *, exact: bool = False, source: str = "", runtime: str | None = None):
     """Decorator: add a planner function to :data:`PLANNERS` under ``name``."""
 
     def deco(func: Planner) -> Planner:
-        PLANNERS[name] = PlannerSpec(name, label, func, exact, source)
+        PLANNERS[name] = PlannerSpec(name, label, func, exact, source, runtime)
         return func
 
     return deco

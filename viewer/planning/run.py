@@ -11,9 +11,12 @@ from viewer.planning.types import DEFAULT_ALIGNMENT, Plan, PlanningProblem
 from viewer.planning.verify import verify_plan
 
 
-def default_planner_names(include_exact: bool = False) -> list[str]:
-    """Every registered planner; exact (slow) ones only when ``include_exact``."""
-    return [n for n in planner_names() if include_exact or not get_planner(n).exact]
+def default_planner_names(include_exact: bool = False, runtime: str = "litert") -> list[str]:
+    """Every registered planner; exact (slow) ones only when ``include_exact``; a runtime's own
+    planner (e.g. ``tflm_greedy``) only for that ``runtime``."""
+    return [n for n in planner_names()
+            if (include_exact or not get_planner(n).exact)
+            and get_planner(n).runtime in (None, runtime)]
 
 
 def run_planners(

@@ -1,4 +1,4 @@
-"""The subprocess that runs LiteRT: ``python -m viewer.runtime._child {probe,measure} MODEL ...``.
+"""The subprocess that runs LiteRT: ``python -m viewer.runtime._child {probe,measure,serve,baseline} MODEL ...``.
 
 It prints one JSON object on its stdout (the original fd 1; anything LiteRT or a kernel prints
 goes to stderr) and exits 0, also when the runtime reports an error (``{"ok": false, ...}``).
@@ -281,28 +281,178 @@ def _hook(stage: str) -> None:
         os._exit(0)
 
 
-def probe(path: str, subgraph: int, input_shapes: dict, invoke: bool = False) -> dict:
+def _signature_of(interp, subgraph: int) -> tuple[str, dict] | None:
+    """(key, signature def) of the signature whose runner reaches ``subgraph``, or None."""
+    wrapper = interp._interpreter
+    try:
+        sigs = interp._get_full_signature_list()
+    except Exception:
+        return None
+    for key, sig in sigs.items():
+        try:
+            if int(wrapper.GetSubgraphIndexFromSignature(key)) == subgraph:
+                return key, sig
+        except Exception:
+            continue
+    return None
+
+
+def _file_io(path: str, subgraph: int) -> tuple[list[int], list[int]] | None:
+    """The subgraph's input and output tensor ids as the model file lists them."""
+    import mmap
+
+    from ai_edge_litert import schema_py_generated as S
+
+    try:
+        with open(path, "rb") as f, mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ) as mm:
+            model = S.Model.GetRootAs(mm, 0)
+            if subgraph >= model.SubgraphsLength():
+                return None
+            sg = model.Subgraphs(subgraph)
+            return ([int(sg.Inputs(k)) for k in range(sg.InputsLength())],
+                    [int(sg.Outputs(k)) for k in range(sg.OutputsLength())])
+    except Exception:
+        return None
+
+
+def _resize_signature_inputs(interp, subgraph: int, sig: dict, file_inputs: list[int],
+                             input_shapes: dict) -> list[dict]:
+    """``resize_tensor_input`` for a subgraph reached through its signature runner.
+
+    Keys: position among the subgraph's inputs (as in the file), the tensor's name, or the
+    signature's input name.
+    """
+    wrapper = interp._interpreter
+    by_name = {wrapper.TensorName(t, subgraph): t for t in file_inputs}
+    by_name.update({k: int(v) for k, v in sig.get("inputs", {}).items()})
+    done = []
+    for key, shape in input_shapes.items():
+        if isinstance(key, str) and key.lstrip("-").isdigit() and key not in by_name:
+            key = int(key)
+        if isinstance(key, int):
+            if not 0 <= key < len(file_inputs):
+                raise ValueError(f"no input {key}; subgraph {subgraph} has {len(file_inputs)} inputs")
+            t = file_inputs[key]
+        elif key in by_name:
+            t = by_name[key]
+        else:
+            raise ValueError(f"no input named {key!r}; inputs: {', '.join(by_name)}")
+        import numpy as np
+
+        wrapper.ResizeInputTensor(t, np.array([int(s) for s in shape], dtype=np.int32), False, subgraph)
+        done.append({"input": t, "shape": [int(s) for s in shape]})
+    return done
+
+
+def _unallocated(interp, subgraph: int, n_tensors: int) -> list[int]:
+    """Model tensors with bytes but no data after ``allocate_tensors()`` (deferred to Invoke).
+
+    Read through the wrapper (``tensor()`` raises "Tensor data is null"); 0-d tensors and
+    strings cannot be viewed and are skipped.
+    """
+    import numpy as np
+
+    wrapper = interp._interpreter
+    out = []
+    for i in range(n_tensors):
+        try:
+            ty = wrapper.TensorType(i, subgraph)
+            shape = wrapper.TensorSize(i, subgraph)
+        except (ValueError, RuntimeError):
+            continue
+        if ty in (np.bytes_, np.object_, np.str_) or len(shape) == 0 or int(np.prod(shape)) == 0:
+            continue
+        try:
+            wrapper.tensor(interp, i, subgraph)
+        except ValueError:
+            out.append(i)
+    return out
+
+
+def _invoke(interp, subgraph: int, sig) -> None:
+    """One invocation on synthetic inputs, through the signature's runner for ``subgraph``."""
+    wrapper = interp._interpreter  # (its Invoke: the caller holds no numpy view of a tensor)
+    if sig is None or subgraph == 0:
+        _random_inputs(interp)
+        wrapper.Invoke()
+        return
+    for idx in sig[1].get("inputs", {}).values():
+        d = interp._get_tensor_details(int(idx), subgraph)
+        a = _synthetic(d)
+        if a is not None:
+            wrapper.SetTensor(int(idx), a, subgraph)
+    wrapper.Invoke(subgraph)
+
+
+def probe(path: str, subgraph: int, input_shapes: dict, invoke: bool | str = "auto") -> dict:
+    """Allocate (and, when ``invoke`` says so, run once) and read subgraph ``subgraph``.
+
+    ``invoke``: True always, False never, ``"auto"`` when ``allocate_tensors()`` left model
+    tensors without data. LiteRT defers them when ``Subgraph::PrepareOpsStartingAt``
+    (tflite/core/subgraph.cc) stops at an operator whose output is dynamic or whose Prepare
+    returned ``kTfLiteOutputShapeNotKnown`` (RESHAPE with a computed shape); ``Invoke`` then
+    prepares and plans the rest (``ExecuteAllocations`` per range), and an intermediate
+    dynamic tensor resized during ``Invoke`` makes it re-plan from there
+    (``ResetAllocationsAfter``). The arena never shrinks afterwards.
+
+    A subgraph that a signature reaches (other than 0) is resized and allocated through that
+    signature's runner (``AllocateTensors(subgraph)``), as an application calling it would.
+    """
     interp = _make_interpreter(path, "builtin")
     _hook("loaded")
-    resized = _resize_inputs(interp, input_shapes) if input_shapes else []
-    interp.allocate_tensors()
-    _hook("allocated")
-    if invoke:
-        # Graphs with dynamic tensors are planned in node ranges as Invoke reaches them.
-        _random_inputs(interp)
-        interp.invoke()
-    wrapper = interp._interpreter
-    n_sub = int(wrapper.NumSubgraphs())
+    # No local reference to the wrapper until inputs are resized: the Python API refuses to
+    # resize while anything but the interpreter holds it (``_ensure_safe``).
+    n_sub = int(interp._interpreter.NumSubgraphs())
     if not 0 <= subgraph < n_sub:
         raise ValueError(f"no subgraph {subgraph}; the runtime has {n_sub} (0..{n_sub - 1})")
+    sig = _signature_of(interp, subgraph) if subgraph != 0 else None
+    io = _file_io(path, subgraph) if subgraph != 0 else None
+    if sig is not None:
+        resized = _resize_signature_inputs(interp, subgraph, sig[1], io[0] if io else [],
+                                           input_shapes) if input_shapes else []
+        interp._interpreter.AllocateTensors(subgraph)
+    else:
+        resized = _resize_inputs(interp, input_shapes) if input_shapes else []
+        interp.allocate_tensors()
+    _hook("allocated")
+    wrapper = interp._interpreter
+    extra: dict = {"signature": sig[0] if sig else None, "invoke_reason": "", "invoke_error": ""}
+    n_model = _model_tensor_count(path, subgraph)
+    if invoke == "auto" and subgraph != 0 and sig is None:
+        # A control-flow body: prepared by its caller's kernel, which may release its arena
+        # after running it (while.cc); read as prepared.
+        invoke = False
+    if invoke == "auto":
+        n_check = n_model if n_model is not None else int(wrapper.NumTensors(subgraph))
+        if subgraph == 0:  # the struct read also sees 0-d tensors, which tensor() cannot view
+            pending = [t["id"] for t in _read_tensors(_ptr(wrapper.interpreter()))[:n_check]
+                       if t["allocation"] == "arena-rw" and t["bytes"] > 0 and not t["address"]]
+        else:
+            pending = _unallocated(interp, subgraph, n_check)
+        if pending:
+            extra["invoke_reason"] = (
+                f"{len(pending)} tensor(s) had no memory after allocate_tensors() "
+                f"(e.g. {pending[:5]}): LiteRT sizes and places them during Invoke")
+        invoke = bool(pending)
+        if invoke:
+            try:
+                _invoke(interp, subgraph, sig)
+            except Exception as e:  # the arena read below is then partial, and says so
+                if "failed to prepare" in str(e):
+                    raise  # a deferred operator rejects these shapes: allocation failed
+                extra["invoke_error"] = " ".join(f"{type(e).__name__}: {e}".split())[:300]
+    elif invoke:
+        # Graphs with dynamic tensors are planned in node ranges as Invoke reaches them.
+        _invoke(interp, subgraph, sig)
     n_runtime = int(wrapper.NumTensors(subgraph)) if subgraph == 0 else None
     result: dict = {
-        "ok": True, "subgraph": subgraph, "resized_inputs": resized, "invoked": bool(invoke),
-        "num_model_tensors": _model_tensor_count(path, subgraph),
+        "ok": True, "subgraph": subgraph, "resized_inputs": resized,
+        "invoked": bool(invoke) and not extra["invoke_error"],
+        "num_model_tensors": n_model,
         "model_file_mappings": _file_mappings(path),
-        "inputs": [int(i) for i in wrapper.InputIndices()] if subgraph == 0 else None,
-        "outputs": [int(i) for i in wrapper.OutputIndices()] if subgraph == 0 else None,
-        "notes": [],
+        "inputs": [int(i) for i in wrapper.InputIndices()] if subgraph == 0 else (io[0] if io else None),
+        "outputs": [int(i) for i in wrapper.OutputIndices()] if subgraph == 0 else (io[1] if io else None),
+        "notes": [], **extra,
     }
     # Snapshot the primary subgraph's tensors before the read-only delegate touches anything.
     ctx = _ptr(wrapper.interpreter())
@@ -405,25 +555,34 @@ def _delta(a, b, k: int) -> int | None:
     return None if a is None or b is None else b[k] - a[k]
 
 
+def _synthetic(d: dict, rng=None):
+    """Synthetic values for one input (tensor details): normal floats, full-range 8/16-bit
+    integers, 0/1 for wider integers (often indices) and booleans; None for strings etc."""
+    import numpy as np
+
+    rng = rng if rng is not None else np.random.default_rng(0)
+    shape = [int(s) for s in d["shape"]]
+    dt = np.dtype(d["dtype"])
+    if dt.kind == "f":
+        return rng.standard_normal(shape).astype(dt)
+    if dt.kind == "b":
+        return rng.integers(0, 2, shape).astype(bool)
+    if dt.kind in "iu" and dt.itemsize == 1 or dt == np.int16:
+        info = np.iinfo(dt)
+        return rng.integers(info.min, int(info.max) + 1, shape).astype(dt)
+    if dt.kind in "iu":
+        return rng.integers(0, 2, shape).astype(dt)
+    return None
+
+
 def _random_inputs(interp, seed: int = 0):
     import numpy as np
 
     rng = np.random.default_rng(seed)
     for d in interp.get_input_details():
-        shape = [int(s) for s in d["shape"]]
-        dt = np.dtype(d["dtype"])
-        if dt.kind == "f":
-            a = rng.standard_normal(shape).astype(dt)
-        elif dt.kind == "b":
-            a = rng.integers(0, 2, shape).astype(bool)
-        elif dt.kind in "iu" and dt.itemsize == 1 or dt == np.int16:
-            info = np.iinfo(dt)
-            a = rng.integers(info.min, int(info.max) + 1, shape).astype(dt)
-        elif dt.kind in "iu":
-            a = rng.integers(0, 2, shape).astype(dt)  # int32/int64 inputs are often indices
-        else:
-            continue  # strings etc.: left as allocated
-        interp.set_tensor(d["index"], a)
+        a = _synthetic(d, rng)
+        if a is not None:
+            interp.set_tensor(d["index"], a)
 
 
 def measure(path: str, runs: int, resolver: str) -> dict:
@@ -485,6 +644,17 @@ def measure(path: str, runs: int, resolver: str) -> dict:
     }
 
 
+def baseline() -> dict:
+    """The process with no model: Python, numpy and LiteRT imported (``baseline -``)."""
+    import numpy  # noqa: F401
+    from ai_edge_litert import interpreter  # noqa: F401
+
+    status, roll = _status(), _smaps_rollup()
+    return {"ok": True, "vmhwm_bytes": status.get("VmHWM"), "rss_bytes": roll.get("Rss"),
+            "pss_anon_bytes": roll.get("Pss_Anon"), "anonymous_bytes": roll.get("Anonymous"),
+            "litert_version": _litert_version()}
+
+
 def _litert_version() -> str | None:
     try:
         from importlib.metadata import version
@@ -497,32 +667,81 @@ def _litert_version() -> str | None:
 _OUT_FD = 1
 
 
+def _parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="viewer.runtime._child")
+    p.add_argument("mode", choices=["probe", "measure", "serve", "baseline"])
+    p.add_argument("model")
+    p.add_argument("--subgraph", type=int, default=0)
+    p.add_argument("--input-shapes", default="{}")
+    p.add_argument("--runs", type=int, default=3)
+    p.add_argument("--invoke", choices=["auto", "always", "never"], default="auto",
+                   help="probe: read after one invocation (auto: when tensors were deferred)")
+    p.add_argument("--resolver", choices=["builtin", "default"], default="builtin")
+    return p
+
+
+def _answer(args: argparse.Namespace) -> dict:
+    """Run one probe or measurement; the JSON-ready answer (errors become ``ok: False``)."""
+    try:
+        if args.mode == "baseline":
+            return baseline()
+        if args.mode == "probe":
+            invoke = {"auto": "auto", "always": True, "never": False}[args.invoke]
+            return probe(args.model, args.subgraph, json.loads(args.input_shapes), invoke)
+        return measure(args.model, args.runs, args.resolver)
+    except _LayoutError as e:
+        return {"ok": False, "error": f"unsupported LiteRT build (struct layout check failed: {e})"}
+    except Exception as e:
+        msg = " ".join(str(e).split()) or type(e).__name__
+        return {"ok": False, "error": f"{type(e).__name__}: {msg}",
+                "traceback": traceback.format_exc(limit=3)}
+
+
+def serve(out_fd: int) -> None:
+    """The resident worker (:mod:`viewer.runtime.worker`): answer probe requests until EOF.
+
+    Announces itself with ``{"ok": true, "ready": true, "pid": ...}`` once LiteRT is imported.
+    Each request is one JSON line ``{"argv": [...], "hook": ...}`` with the arguments the
+    one-shot child takes (``probe MODEL --input-shapes ...``); each answer is one JSON line,
+    exactly what the one-shot child would print. ``hook`` is the caller's
+    ARENA_VIEWER_CHILD_HOOK for this request (tests).
+    """
+    import numpy  # noqa: F401  (the imports are what a fresh process pays for)
+    from ai_edge_litert import interpreter  # noqa: F401
+
+    out = os.fdopen(out_fd, "wb")
+    out.write(json.dumps({"ok": True, "ready": True, "pid": os.getpid()}).encode() + b"\n")
+    out.flush()
+    parser = _parser()
+    for line in sys.stdin.buffer:
+        try:
+            req = json.loads(line)
+            if req.get("hook"):
+                os.environ["ARENA_VIEWER_CHILD_HOOK"] = str(req["hook"])
+            else:
+                os.environ.pop("ARENA_VIEWER_CHILD_HOOK", None)
+            _hook("start")
+            args = parser.parse_args([str(a) for a in req["argv"]])
+            answer = ({"ok": False, "error": "the resident worker answers probes only"}
+                      if args.mode != "probe" else _answer(args))
+        except (ValueError, KeyError, TypeError, SystemExit) as e:
+            answer = {"ok": False, "error": f"bad request to the resident worker: {e}"}
+        out.write(json.dumps(answer).encode() + b"\n")
+        out.flush()
+        sys.stderr.flush()
+    os._exit(0)
+
+
 def main(argv: list[str] | None = None) -> int:
     global _OUT_FD
     # Keep fd 1 for our JSON; everything else (LiteRT's INFO lines, kernel prints) to stderr.
     _OUT_FD = os.dup(1)
     os.dup2(2, 1)
-    p = argparse.ArgumentParser(prog="viewer.runtime._child")
-    p.add_argument("mode", choices=["probe", "measure"])
-    p.add_argument("model")
-    p.add_argument("--subgraph", type=int, default=0)
-    p.add_argument("--input-shapes", default="{}")
-    p.add_argument("--runs", type=int, default=3)
-    p.add_argument("--invoke", action="store_true", help="probe: read after one invocation")
-    p.add_argument("--resolver", choices=["builtin", "default"], default="builtin")
-    args = p.parse_args(argv)
+    args = _parser().parse_args(argv)
     _hook("start")
-    try:
-        if args.mode == "probe":
-            out = probe(args.model, args.subgraph, json.loads(args.input_shapes), args.invoke)
-        else:
-            out = measure(args.model, args.runs, args.resolver)
-    except _LayoutError as e:
-        out = {"ok": False, "error": f"unsupported LiteRT build (struct layout check failed: {e})"}
-    except Exception as e:
-        msg = " ".join(str(e).split()) or type(e).__name__
-        out = {"ok": False, "error": f"{type(e).__name__}: {msg}",
-               "traceback": traceback.format_exc(limit=3)}
+    if args.mode == "serve":
+        serve(_OUT_FD)
+    out = _answer(args)
     data = json.dumps(out).encode() + b"\n"
     with os.fdopen(_OUT_FD, "wb") as f:
         f.write(data)

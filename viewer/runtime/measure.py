@@ -159,15 +159,15 @@ def measure_report(path, runs: int = 3, timeout: float = 120.0, *,
     """
     path = str(path)
     notes: list[str] = []
-    probe = probe_model(path, timeout=timeout)
-    if probe.ok and probe.deferred:
-        again = probe_model(path, timeout=timeout, invoke=True)
-        if again.ok:
-            notes.append(
-                f"LiteRT deferred {len(probe.deferred)} arena tensors to Invoke (dynamic tensors); "
-                "the arena reported is the one after one invocation on random inputs "
-                f"(node ranges {list(again.node_ranges)})")
-            probe = again
+    probe = probe_model(path, timeout=timeout)  # invokes once when tensors were deferred
+    if probe.ok and probe.invoked:
+        notes.append(
+            f"LiteRT deferred tensors to Invoke ({probe.invoke_reason}); the arena reported is "
+            f"the one after one invocation on synthetic inputs (node ranges "
+            f"{list(probe.node_ranges)}); LiteRT's arena never shrinks afterwards")
+    if probe.ok and probe.invoke_error:
+        notes.append(f"the invocation that places deferred tensors failed ({probe.invoke_error}): "
+                     "the arena reported is partial, a lower bound")
     if not probe.ok:
         raise RuntimeProbeError(probe.error)
     notes.extend(probe.notes)

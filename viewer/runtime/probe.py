@@ -13,17 +13,18 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import functools
 import json
 import os
 import shutil
 import signal
 import subprocess
-import sys
 import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Mapping, Sequence
 
+from viewer.runtime.spawn import child_command
 from viewer.errors import RuntimeProbeError
 from viewer.planning.types import DEFAULT_ALIGNMENT, Plan
 
@@ -158,6 +159,12 @@ class RuntimeProbe:
     invoked: bool = False
     inputs: tuple[int, ...] = ()
     outputs: tuple[int, ...] = ()
+    #: The signature whose runner allocated this subgraph (None: the interpreter's own).
+    signature: str | None = None
+    #: Why the probe invoked once ("" when it did not): tensors deferred to Invoke.
+    invoke_reason: str = ""
+    #: The invocation's error when it failed (the arena read is then partial).
+    invoke_error: str = ""
 
     @property
     def deferred(self) -> tuple[int, ...]:
@@ -180,8 +187,11 @@ class RuntimeProbe:
     def node_ranges(self) -> tuple[tuple[int, int], ...]:
         """The ``ArenaPlanner::ExecuteAllocations(first, last)`` calls the runtime made.
 
-        ``Subgraph::PrepareOpsStartingAt`` stops after each operator with a dynamic output;
-        each stop ends one range (operator indices, inclusive). One range for a static graph.
+        ``Subgraph::PrepareOpsStartingAt`` (tflite/core/subgraph.cc) stops after each operator
+        with a dynamic output, and after one whose Prepare returned
+        ``kTfLiteOutputShapeNotKnown`` (RESHAPE whose shape input is neither constant nor
+        persistent: tflite/kernels/reshape.cc); each stop ends one range (operator indices,
+        inclusive). One range for a static graph.
         """
         n_ops = len(self.nodes)
         if n_ops == 0:
@@ -189,12 +199,24 @@ class RuntimeProbe:
         out, start = [], 0
         for pos, node in enumerate(self.nodes):
             dyn = any(0 <= t < len(self.tensors) and self.tensors[t].allocation == "dynamic"
-                      for t in node.outputs)
+                      for t in node.outputs) or self._shape_not_known(node)
             if dyn and pos < n_ops - 1:
                 out.append((start, pos))
                 start = pos + 1
         out.append((start, n_ops - 1))
         return tuple(out)
+
+    def _shape_not_known(self, node: RuntimeNode) -> bool:
+        """RESHAPE's Prepare returns ``kTfLiteOutputShapeNotKnown``: two inputs, the shape
+        tensor neither mmap-ro nor persistent-ro (``IsConstantOrPersistentTensor``), and a
+        non-string output."""
+        if node.op_name != "RESHAPE" or len(node.inputs) != 2 or not node.outputs:
+            return False
+        shape, out = node.inputs[1], node.outputs[0]
+        if not (0 <= shape < len(self.tensors) and 0 <= out < len(self.tensors)):
+            return False
+        return (self.tensors[shape].allocation not in ("mmap-ro", "persistent-ro")
+                and self.tensors[out].dtype != "string")
 
     def tensor(self, index: int) -> RuntimeTensor:
         return self.tensors[index]
@@ -236,12 +258,18 @@ class RuntimeProbe:
         return self
 
 
-def _run_child(args: list[str], path: str, timeout: float, what: str) -> dict:
-    """Run the child with ``args``; return its JSON or a dict with ``ok: False`` and one line."""
+def _child_env() -> dict[str, str]:
+    """The runtime child's environment: ours, the package importable, TensorFlow's INFO off."""
     env = dict(os.environ)
     env["PYTHONPATH"] = _ROOT + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
     env.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
-    cmd = [sys.executable, "-m", _CHILD, *args]
+    return env
+
+
+def _run_child(args: list[str], path: str, timeout: float, what: str) -> dict:
+    """Run the child with ``args``; return its JSON or a dict with ``ok: False`` and one line."""
+    env = _child_env()
+    cmd = child_command(_CHILD, *args)
     try:
         proc = subprocess.run(
             cmd, stdin=subprocess.DEVNULL, capture_output=True, timeout=timeout, env=env,
@@ -254,14 +282,7 @@ def _run_child(args: list[str], path: str, timeout: float, what: str) -> dict:
         return {"ok": False, "error": f"{path}: could not start the LiteRT process: {e}"}
     tail = _last_line(proc.stderr)
     if proc.returncode < 0:
-        sig = -proc.returncode
-        try:
-            name = signal.Signals(sig).name
-        except ValueError:
-            name = f"signal {sig}"
-        return {"ok": False, "error": f"{path}: the LiteRT runtime crashed ({name}) while {what}"
-                + (f"; last message: {tail}" if tail else ""),
-                "signal": name}
+        return _crashed(path, -proc.returncode, tail, what)
     try:
         out = json.loads(proc.stdout.decode("utf-8", "replace").strip().splitlines()[-1])
         if not isinstance(out, dict):
@@ -270,6 +291,22 @@ def _run_child(args: list[str], path: str, timeout: float, what: str) -> dict:
         return {"ok": False, "error": f"{path}: the LiteRT process exited with status "
                 f"{proc.returncode} without an answer while {what}"
                 + (f"; last message: {tail}" if tail else "")}
+    return _answered(out, path, what)
+
+
+def _crashed(path: str, sig: int, tail: str, what: str) -> dict:
+    """The answer for a child killed by signal ``sig``: one line naming the signal."""
+    try:
+        name = signal.Signals(sig).name
+    except ValueError:
+        name = f"signal {sig}"
+    return {"ok": False, "error": f"{path}: the LiteRT runtime crashed ({name}) while {what}"
+            + (f"; last message: {tail}" if tail else ""),
+            "signal": name}
+
+
+def _answered(out: dict, path: str, what: str) -> dict:
+    """The child's JSON answer, its error (if any) made one line naming the file."""
     if not out.get("ok"):
         msg = " ".join(str(out.get("error", "unknown error")).split())
         if len(msg) > 300:
@@ -348,7 +385,8 @@ def probe_model(
     timeout: float = 60.0,
     *,
     check: bool = False,
-    invoke: bool = False,
+    invoke: bool | str = "auto",
+    runner=None,
 ) -> RuntimeProbe:
     """Run LiteRT on ``path`` in a subprocess and read back its tensor arena.
 
@@ -366,9 +404,17 @@ def probe_model(
         Seconds before the runtime process is killed.
     check : bool
         Raise instead of returning a probe with ``ok=False``.
-    invoke : bool
-        Run one invocation on random inputs before reading, so that a graph with dynamic
-        tensors has its whole arena placed (see :attr:`RuntimeProbe.deferred`).
+    invoke : bool or "auto"
+        Run one invocation on synthetic inputs before reading, so that a graph with dynamic
+        tensors has its whole arena placed (see :attr:`RuntimeProbe.deferred`). ``"auto"``
+        (the default) invokes only when ``allocate_tensors()`` left model tensors without
+        memory; :attr:`RuntimeProbe.invoke_reason` then says so. LiteRT's arena only grows
+        during ``Invoke`` (tflite/core/subgraph.cc), so the arena read after it is the one the
+        device must hold.
+    runner : callable, optional
+        ``runner(child_args, shown_path, timeout, what) -> dict``, the child's JSON answer:
+        :func:`_run_child` (a fresh process, the default) or a resident worker's
+        (:mod:`viewer.runtime.worker`), which answers the same arguments the same way.
 
     Returns
     -------
@@ -391,10 +437,18 @@ def probe_model(
     with runtime_path(path) as child_path:
         args = ["probe", child_path, "--subgraph", str(int(subgraph)), "--input-shapes",
                 _shape_arg(input_shapes)]
-        if invoke:
-            args.append("--invoke")
-        raw = _run_child(args, shown, timeout, "allocating tensors" + (" and invoking" if invoke else ""))
+        mode = "auto" if invoke == "auto" else ("always" if invoke else "never")
+        args += ["--invoke", mode]
+        raw = (runner or _run_child)(args, shown, timeout, "allocating tensors"
+                                     + {"auto": "", "always": " and invoking", "never": ""}[mode])
     probe = probe_from_json(path, raw, subgraph)
+    if invoke == "auto" and probe.ok and probe.deferred and not probe.invoked and not probe.invoke_error:
+        # The child's own test missed them (e.g. a subgraph's 0-d tensors): invoke once.
+        again = probe_model(path, subgraph, input_shapes, timeout, invoke=True, runner=runner)
+        if again.ok:
+            probe = dataclasses.replace(again, invoke_reason=(
+                f"{len(probe.deferred)} tensor(s) had no memory after allocate_tensors() "
+                f"(e.g. {list(probe.deferred[:5])}): LiteRT sizes and places them during Invoke"))
     return probe.check() if check else probe
 
 
@@ -478,19 +532,26 @@ def probe_from_json(path: str, raw: Mapping[str, Any], subgraph: int = 0) -> Run
         tuple(notes), nodes, aliases, bool(raw.get("invoked")),
         tuple(int(t) for t in raw.get("inputs") or ()),
         tuple(int(t) for t in raw.get("outputs") or ()),
+        raw.get("signature") or None, str(raw.get("invoke_reason") or ""),
+        str(raw.get("invoke_error") or ""),
     )
 
 
 def _op_name(node: Mapping[str, Any]) -> str:
     if node.get("custom_name"):
         return str(node["custom_name"])
+    return _builtin_names().get(int(node["builtin_code"]), f"builtin {node['builtin_code']}")
+
+
+@functools.lru_cache(maxsize=1)
+def _builtin_names() -> dict[int, str]:
+    """BuiltinOperator code -> name, from LiteRT's schema ({} when it cannot be imported)."""
     try:
         from ai_edge_litert import schema_py_generated as S  # only for the name table
 
-        names = {v: k for k, v in vars(S.BuiltinOperator).items() if not k.startswith("_")}
-        return names.get(int(node["builtin_code"]), f"builtin {node['builtin_code']}")
+        return {v: k for k, v in vars(S.BuiltinOperator).items() if not k.startswith("_")}
     except Exception:
-        return f"builtin {node['builtin_code']}"
+        return {}
 
 
 #: ``TfLiteInPlaceOp`` bits (tflite/core/c/common.h) and ArenaPlanner constants.

@@ -11,22 +11,21 @@ import os
 from PySide6.QtCore import Qt, Signal
 from PySide6.QtWidgets import (
     QAbstractItemView,
-    QComboBox,
     QFormLayout,
     QGroupBox,
     QHBoxLayout,
     QHeaderView,
     QLabel,
     QScrollArea,
-    QSpinBox,
     QTableWidget,
     QTableWidgetItem,
     QVBoxLayout,
     QWidget,
 )
 
-from viewer.export.report import gap_pct
+from viewer.export.report import gap_bound, gap_pct
 from viewer.ui.workers import MEASURED, OPTIMAL, AnalysisResponse, optimal_summary, plan_label
+from viewer.ui.widgets import FocusWheelComboBox, FocusWheelSpinBox, WrapLabel
 from viewer.units import format_bytes
 
 
@@ -35,7 +34,7 @@ def _html(text: str) -> str:
 
 
 def _b(n: int) -> str:
-    return f"{format_bytes(n, 2)} ({n:,} B)"
+    return f"{format_bytes(n)} ({n:,} B)"
 
 
 #: Moved operators listed in the reorder section before "... N more".
@@ -62,12 +61,12 @@ def lower_bound_text(resp: AnalysisResponse) -> str:
     add = aw.lower_bound_bytes - at.lower_bound_bytes
     mark = ("", " (shown)") if resp.temporaries_shown else (" (shown)", "")
     lines = [
-        f"lower bound (tensors only): {format_bytes(at.lower_bound_bytes, 2)}{mark[0]}",
+        f"lower bound (tensors only): {format_bytes(at.lower_bound_bytes)}{mark[0]}",
         f"   {at.lower_bound_bytes:,} B, {_widest(at)}",
-        f"lower bound with kernel temporaries: {format_bytes(aw.lower_bound_bytes, 2)}{mark[1]}",
+        f"lower bound with kernel temporaries: {format_bytes(aw.lower_bound_bytes)}{mark[1]}",
         f"   {aw.lower_bound_bytes:,} B, {_widest(aw)}",
-        f"kernel temporaries add {format_bytes(add, 2)} ({len(temps)} tensor{'s' if len(temps) != 1 else ''}, largest "
-        f"{format_bytes(largest.nbytes, 2)} at #{largest.first_op} {aw.op_name(largest.first_op)})",
+        f"kernel temporaries add {format_bytes(add)} ({len(temps)} tensor{'s' if len(temps) != 1 else ''}, largest "
+        f"{format_bytes(largest.nbytes)} at #{largest.first_op} {aw.op_name(largest.first_op)})",
     ]
     probe = resp.probe
     if probe is not None and getattr(probe, "ok", False) and probe.arena_bytes:
@@ -112,9 +111,9 @@ class SidePanel(QScrollArea):
         box = QGroupBox("Model")
         form = QFormLayout(box)
         form.setFieldGrowthPolicy(QFormLayout.FieldGrowthPolicy.AllNonFixedFieldsGrow)
-        self.file_label = QLabel("-")
+        self.file_label = WrapLabel("-")
         self.file_label.setWordWrap(True)
-        self.subgraph_combo = QComboBox()
+        self.subgraph_combo = FocusWheelComboBox()
         self.subgraph_combo.setToolTip("Subgraph to analyse (models with control flow have several)")
         self.subgraph_combo.currentIndexChanged.connect(self._on_subgraph_combo_changed)
         self.subgraph_row_label = QLabel("Subgraph")
@@ -128,7 +127,7 @@ class SidePanel(QScrollArea):
             "The chosen plan's tensor arena. Anonymous memory: the OS cannot reclaim it.")
         self.naive_label = QLabel("-")
         self.naive_label.setToolTip("Every arena tensor in its own bytes (no sharing).")
-        self.lower_label = QLabel("-")
+        self.lower_label = WrapLabel("-")
         self.lower_label.setToolTip(
             "The widest operator's breadth: no plan can be smaller. With the runtime measured, "
             "both: the file's tensors alone, and with the kernel temporaries its kernels add.")
@@ -145,7 +144,7 @@ class SidePanel(QScrollArea):
         # Planners
         box = QGroupBox("Planners")
         v = QVBoxLayout(box)
-        self.planner_combo = QComboBox()
+        self.planner_combo = FocusWheelComboBox()
         self.planner_combo.setToolTip("Plan drawn in the chart (Ctrl+[ / Ctrl+] step through)")
         self.planner_combo.currentIndexChanged.connect(self._on_planner_combo_changed)
         v.addWidget(self.planner_combo)
@@ -159,10 +158,10 @@ class SidePanel(QScrollArea):
         self.planner_table.horizontalHeader().setSectionResizeMode(0, QHeaderView.ResizeMode.Stretch)
         self.planner_table.cellClicked.connect(self._on_planner_table_clicked)
         v.addWidget(self.planner_table)
-        self.best_label = QLabel("-")
+        self.best_label = WrapLabel("-")
         self.best_label.setWordWrap(True)
         v.addWidget(self.best_label)
-        self.optimal_label = QLabel("")
+        self.optimal_label = WrapLabel("")
         self.optimal_label.setWordWrap(True)
         self.optimal_label.setVisible(False)
         v.addWidget(self.optimal_label)
@@ -187,12 +186,12 @@ class SidePanel(QScrollArea):
         self.view_bar = QWidget()
         bar = QHBoxLayout(self.view_bar)
         bar.setContentsMargins(4, 0, 4, 0)
-        self.color_combo = QComboBox()
+        self.color_combo = FocusWheelComboBox()
         self.color_combo.addItem("tensor kind", "kind")
         self.color_combo.addItem("producer op type", "op")
         self.color_combo.currentIndexChanged.connect(
             lambda i: self.color_mode_changed.emit(self.color_combo.itemData(i)))
-        self.min_held_spin = QSpinBox()
+        self.min_held_spin = FocusWheelSpinBox()
         self.min_held_spin.setRange(0, 1_000_000)
         self.min_held_spin.setSpecialValueText("show all")
         self.min_held_spin.setSuffix(" operators")
@@ -208,7 +207,7 @@ class SidePanel(QScrollArea):
         # Operator profile
         box = QGroupBox("Operator profile")
         v = QVBoxLayout(box)
-        self.profile_label = QLabel("-")
+        self.profile_label = WrapLabel("-")
         self.profile_label.setWordWrap(True)
         v.addWidget(self.profile_label)
         self.profile_table = QTableWidget(0, 4)
@@ -226,7 +225,7 @@ class SidePanel(QScrollArea):
         # Selected tensor
         box = QGroupBox("Selected tensor")
         v = QVBoxLayout(box)
-        self.tensor_label = QLabel("Click a rectangle or a table row.")
+        self.tensor_label = WrapLabel("Click a rectangle or a table row.")
         self.tensor_label.setWordWrap(True)
         self.tensor_label.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
         v.addWidget(self.tensor_label)
@@ -337,6 +336,7 @@ class SidePanel(QScrollArea):
         resp = self._resp
         lb = resp.analysis.lower_bound_bytes
         self.planner_table.setRowCount(len(resp.plans))
+        bounds: dict = {}  # the aligned bound: what 64-byte-aligned plans can reach
         for row, (name, plan) in enumerate(resp.plans.items()):
             label = plan_label(name)
             if name == resp.best:
@@ -349,8 +349,8 @@ class SidePanel(QScrollArea):
             item.setData(Qt.ItemDataRole.UserRole, name)
             item.setToolTip(f"{name}: {plan.stats.get('seconds', 0.0) * 1000:.1f} ms")
             self.planner_table.setItem(row, 0, item)
-            self.planner_table.setItem(row, 1, _NumItem(format_bytes(plan.arena_bytes, 2), plan.arena_bytes))
-            g = gap_pct(plan.arena_bytes, lb)
+            self.planner_table.setItem(row, 1, _NumItem(format_bytes(plan.arena_bytes), plan.arena_bytes))
+            g = gap_pct(plan.arena_bytes, gap_bound(resp.analysis, plan.alignment, bounds))
             self.planner_table.setItem(row, 2, _NumItem(f"{g:+.1f} %", g))
         self.planner_table.resizeColumnsToContents()
         self.planner_table.horizontalHeader().setSectionResizeMode(0, QHeaderView.ResizeMode.Stretch)
@@ -360,15 +360,17 @@ class SidePanel(QScrollArea):
         if resp.best is not None:
             best = resp.plans[resp.best]
             self.best_label.setText(
-                f"Smallest: <b>{plan_label(resp.best)}</b>, {format_bytes(best.arena_bytes, 2)} "
-                f"({gap_pct(best.arena_bytes, lb):+.1f} % over the lower bound)")
+                f"Smallest: <b>{plan_label(resp.best)}</b>, {format_bytes(best.arena_bytes)} "
+                f"({gap_pct(best.arena_bytes, gap_bound(resp.analysis, best.alignment, bounds)):+.1f} % "
+                f"over the {'aligned ' if gap_bound(resp.analysis, best.alignment, bounds) > lb else ''}"
+                f"lower bound)")
         opt = resp.plans.get(OPTIMAL)
         self.optimal_label.setVisible(opt is not None)
         if opt is not None:
             bound = opt.bound_bytes or lb
             self.optimal_label.setText(
-                f"<b>Optimal</b>: {format_bytes(opt.arena_bytes, 2)}, {optimal_summary(opt)} "
-                f"(proven bound {format_bytes(bound, 2)}; "
+                f"<b>Optimal</b>: {format_bytes(opt.arena_bytes)}, {optimal_summary(opt)} "
+                f"(proven bound {format_bytes(bound)}; "
                 f"{opt.stats.get('seconds', 0.0):.1f} s)")
 
     def _fill_measured(self) -> None:
@@ -436,8 +438,8 @@ class SidePanel(QScrollArea):
         a = resp.analysis
         pct = 100.0 * res.saving_bytes / res.lower_bound_before if res.lower_bound_before else 0.0
         proof = "proven smallest" if res.exact else "best found in the time limit"
-        lines = [f"lower bound {format_bytes(res.lower_bound_before, 2)} -> "
-                 f"{format_bytes(res.lower_bound_after, 2)}: saves {format_bytes(res.saving_bytes, 2)} "
+        lines = [f"lower bound {format_bytes(res.lower_bound_before)} -> "
+                 f"{format_bytes(res.lower_bound_after)}: saves {format_bytes(res.saving_bytes)} "
                  f"({pct:.1f} %), {proof}"]
         if not res.changed:
             lines.append("no operator order lowers the lower bound; the original order is kept")
@@ -470,7 +472,7 @@ class SidePanel(QScrollArea):
         breadth = int(a.breadth[op]) if a.breadth is not None and len(a.breadth) else 0
         widest = " (the widest operator)" if op == a.widest_op else ""
         self.profile_label.setText(
-            f"#{op} {a.op_name(op)}{widest}: breadth {format_bytes(breadth, 2)}, "
+            f"#{op} {a.op_name(op)}{widest}: breadth {format_bytes(breadth)}, "
             f"{len(entries)} tensors live")
         self.profile_table.setRowCount(len(entries))
         for row, e in enumerate(entries):
@@ -478,7 +480,7 @@ class SidePanel(QScrollArea):
             item.setData(Qt.ItemDataRole.UserRole, e.tensor)
             item.setToolTip(f"tensor {e.tensor} ({e.kind})")
             self.profile_table.setItem(row, 0, item)
-            self.profile_table.setItem(row, 1, _NumItem(format_bytes(e.nbytes, 1), e.nbytes))
+            self.profile_table.setItem(row, 1, _NumItem(format_bytes(e.nbytes), e.nbytes))
             prod = "-" if e.producer is None else f"#{e.producer} {e.producer_op}"
             self.profile_table.setItem(row, 2, QTableWidgetItem(prod))
             self.profile_table.setItem(row, 3, _NumItem(str(e.held_ops), e.held_ops))
@@ -548,7 +550,7 @@ class SidePanel(QScrollArea):
 def _text_box(title: str) -> tuple[QGroupBox, QLabel]:
     """A titled group box holding one word-wrapped, selectable label."""
     box = QGroupBox(title)
-    label = QLabel("-")
+    label = WrapLabel("-")
     label.setWordWrap(True)
     label.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
     QVBoxLayout(box).addWidget(label)

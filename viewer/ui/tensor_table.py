@@ -6,6 +6,7 @@ Sorting uses raw numbers (``Qt.UserRole``), not the formatted text.
 
 from __future__ import annotations
 
+import numpy as np
 from PySide6.QtCore import (
     QAbstractTableModel,
     QItemSelectionModel,
@@ -21,8 +22,19 @@ from viewer.analysis.types import Analysis
 from viewer.planning.types import Plan
 from viewer.units import format_bytes
 
-COLUMNS = ("id", "name", "kind", "bytes", "first op", "last op", "held ops", "offset", "producer")
+COLUMNS = ("id", "name", "shape", "dtype", "kind", "bytes", "first op", "last op", "held ops", "offset",
+           "producer")
 SORT_ROLE = Qt.ItemDataRole.UserRole
+
+
+def _shape_dtype(analysis: Analysis, tensor: int) -> tuple[tuple[int, ...] | None, str]:
+    """Shape and dtype of ``tensor`` (the analysed, possibly edited, subgraph's); a kernel
+    temporary the runtime added has neither in the model: ``(None, "-")``."""
+    sg = analysis.subgraph
+    if 0 <= tensor < len(sg.tensors):
+        t = sg.tensors[tensor]
+        return tuple(int(d) for d in t.shape), str(t.dtype)
+    return None, "-"
 
 
 class TensorTableModel(QAbstractTableModel):
@@ -41,9 +53,10 @@ class TensorTableModel(QAbstractTableModel):
             for u in analysis.usages:
                 kind = u.kind if u.alias_of is None else f"{u.kind} (of {u.alias_of})"
                 producer = "-" if u.producer is None else f"#{u.producer} {analysis.op_name(u.producer)}"
+                shape, dtype = _shape_dtype(analysis, u.tensor)
                 self._rows.append((
-                    u.tensor, analysis.tensor_name(u.tensor), kind, u.nbytes, u.first_op,
-                    u.last_op, u.held_ops, offsets.get(u.tensor), producer,
+                    u.tensor, analysis.tensor_name(u.tensor), shape, dtype, kind, u.nbytes,
+                    u.first_op, u.last_op, u.held_ops, offsets.get(u.tensor), producer,
                 ))
         self._row_of = {int(r[0]): i for i, r in enumerate(self._rows)}
         self.endResetModel()
@@ -66,7 +79,11 @@ class TensorTableModel(QAbstractTableModel):
         v = self._rows[index.row()][index.column()]
         col = COLUMNS[index.column()]
         if role == SORT_ROLE:
+            if col == "shape":  # by element count
+                return -1 if v is None else int(np.prod(v, dtype=np.float64)) if v else 1
             return -1 if v is None else v
+        if role == Qt.ItemDataRole.ToolTipRole and col == "name":
+            return str(v)
         if role == Qt.ItemDataRole.DisplayRole:
             if v is None:
                 return "-"
@@ -74,8 +91,10 @@ class TensorTableModel(QAbstractTableModel):
                 return f"{v:,} ({format_bytes(v)})"
             if col == "offset":
                 return f"{v:,}"
+            if col == "shape":
+                return "x".join(str(d) for d in v) or "scalar"
             return str(v)
-        if role == Qt.ItemDataRole.TextAlignmentRole and isinstance(v, int):
+        if role == Qt.ItemDataRole.TextAlignmentRole and isinstance(v, int) and not isinstance(v, bool):
             return Qt.AlignmentFlag.AlignRight | Qt.AlignmentFlag.AlignVCenter
         return None
 
@@ -105,7 +124,10 @@ class TensorTable(QWidget):
         self.view = QTableView(self)
         self.view.setModel(self.proxy)
         self.view.setSortingEnabled(True)
-        self.view.sortByColumn(3, Qt.SortOrder.DescendingOrder)
+        self.view.sortByColumn(COLUMNS.index("bytes"), Qt.SortOrder.DescendingOrder)
+        # Long names share a prefix (the Keras model's scope): keep the distinctive tail.
+        self.view.setTextElideMode(Qt.TextElideMode.ElideLeft)
+        self.view.setWordWrap(False)  # one line per row: wrapping would elide the last line's end
         self.view.setSelectionBehavior(QAbstractItemView.SelectionBehavior.SelectRows)
         self.view.setSelectionMode(QAbstractItemView.SelectionMode.SingleSelection)
         self.view.setEditTriggers(QAbstractItemView.EditTrigger.NoEditTriggers)

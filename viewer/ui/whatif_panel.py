@@ -12,20 +12,18 @@ import re
 from PySide6.QtCore import Signal
 from PySide6.QtWidgets import (
     QCheckBox,
-    QComboBox,
-    QDoubleSpinBox,
     QFormLayout,
     QGroupBox,
     QHBoxLayout,
     QLabel,
     QLineEdit,
     QPushButton,
-    QSpinBox,
     QVBoxLayout,
     QWidget,
 )
 
 from viewer.model.types import Model
+from viewer.ui.widgets import WrapLabel, FocusWheelComboBox, FocusWheelDoubleSpinBox, FocusWheelSpinBox
 from viewer.whatif.apply import ACTIVATION_DTYPES
 from viewer.whatif.budget import WEIGHTS_MODES, BudgetSettings, compare  # noqa: F401 (compare re-exported)
 from viewer.whatif.edits import WhatIfEdits
@@ -66,8 +64,8 @@ class _InputEditor(QWidget):
         lay.addRow(self.error)
         if self.is_image:
             row = QHBoxLayout()
-            self.h = QSpinBox()
-            self.w = QSpinBox()
+            self.h = FocusWheelSpinBox()
+            self.w = FocusWheelSpinBox()
             for sb, v in ((self.h, self.original[1]), (self.w, self.original[2])):
                 sb.setRange(1, MAX_SIDE)
                 sb.setValue(max(1, v))
@@ -81,7 +79,7 @@ class _InputEditor(QWidget):
             self.keep_aspect.setChecked(True)
             row.addWidget(self.keep_aspect)
             lay.addRow("H x W", row)
-            self.presets = QComboBox()
+            self.presets = FocusWheelComboBox()
             self.presets.addItem("preset...")
             for p in PRESETS:
                 self.presets.addItem(f"{p} x {p}", p)
@@ -183,12 +181,12 @@ class _SizeEditor(QWidget):
         super().__init__(parent)
         lay = QHBoxLayout(self)
         lay.setContentsMargins(0, 0, 0, 0)
-        self.value = QDoubleSpinBox()
+        self.value = FocusWheelDoubleSpinBox()
         self.value.setDecimals(2)
         self.value.setRange(0.0, 1e9)
         self.value.setValue(value)
         self.value.setKeyboardTracking(False)
-        self.unit = QComboBox()
+        self.unit = FocusWheelComboBox()
         self.unit.addItems(list(UNITS))
         self.unit.setCurrentText(unit)
         lay.addWidget(self.value, 1)
@@ -209,10 +207,14 @@ class WhatIfPanel(QWidget):
         Whenever a shape, the batch or the dtype changes. Input keys are input positions (int).
     budget_changed(BudgetSettings)
         Whenever the budget, the runtime overhead or the weights mode changes.
+    reset_requested()
+        The Reset edits button: every edit goes (the window's document also drops the
+        per-tensor storage what-ifs and puts these controls back with :meth:`show_edits`).
     """
 
     edits_changed = Signal(object)
     budget_changed = Signal(object)
+    reset_requested = Signal()
 
     def __init__(self, parent=None):
         super().__init__(parent)
@@ -224,17 +226,24 @@ class WhatIfPanel(QWidget):
         self.shapes_layout = QVBoxLayout(self.shapes_box)
         self.no_model = QLabel("no model")
         self.shapes_layout.addWidget(self.no_model)
+        self.rescale = QCheckBox("Rescale fixed sizes (estimated)")
+        self.rescale.setToolTip(
+            "With a new resolution, also rescale the sizes the model fixes for its stored one "
+            "(RESHAPE targets, RESIZE sizes, global pooling windows), as a re-export would. The "
+            "runtime cannot run the stored model so: shapes come from our inference, unmeasured.")
+        self.rescale.toggled.connect(self._on_edit_control_changed)
         outer.addWidget(self.shapes_box)
+        self.shapes_layout.addWidget(self.rescale)
 
         box = QGroupBox("Batch and precision")
         form = QFormLayout(box)
-        self.batch = QSpinBox()
+        self.batch = FocusWheelSpinBox()
         self.batch.setRange(1, 4096)
         self.batch.setKeyboardTracking(False)
         self.batch.setToolTip("dimension 0 of every input")
         self.batch.valueChanged.connect(self._on_edit_control_changed)
         form.addRow("batch", self.batch)
-        self.dtype = QComboBox()
+        self.dtype = FocusWheelComboBox()
         self.dtype.addItem(_MODEL_DTYPE, None)
         for d in ACTIVATION_DTYPES:
             self.dtype.addItem(d, d)
@@ -254,12 +263,12 @@ class WhatIfPanel(QWidget):
         self.runtime = _SizeEditor(0.0, "KiB")
         self.runtime.changed.connect(self._on_budget_control_changed)
         form.addRow("runtime overhead", self.runtime)
-        self.weights = QComboBox()
+        self.weights = FocusWheelComboBox()
         self.weights.addItem("copied (counted)", "copied")
         self.weights.addItem("mapped (page cache, not counted)", "mapped")
         self.weights.currentIndexChanged.connect(self._on_budget_control_changed)
         form.addRow("weights", self.weights)
-        self.verdict = QLabel("")
+        self.verdict = WrapLabel("")
         self.verdict.setWordWrap(True)
         self.verdict.setToolTip("the shown plan against the limit (details in the Summary tab)")
         self.verdict.hide()
@@ -267,7 +276,9 @@ class WhatIfPanel(QWidget):
         outer.addWidget(box)
 
         self.reset_button = QPushButton("Reset edits")
-        self.reset_button.clicked.connect(self.reset)
+        self.reset_button.setToolTip("Undo every edit: shapes, batch, precision and the per-tensor "
+                                     "storage what-ifs of the chart's context menu")
+        self.reset_button.clicked.connect(self.reset_requested)
         outer.addWidget(self.reset_button)
         outer.addStretch(1)
 
@@ -284,6 +295,7 @@ class WhatIfPanel(QWidget):
         self._quiet = True
         self.batch.setValue(1)
         self.dtype.setCurrentIndex(0)
+        self.rescale.setChecked(False)
         self._quiet = False
         if model is None:
             self.no_model.show()
@@ -296,7 +308,7 @@ class WhatIfPanel(QWidget):
             tensor = sg.tensors[t]
             ed = _InputEditor(k, tensor.name, tensor.shape)
             ed.changed.connect(self._on_edit_control_changed)
-            self.shapes_layout.addWidget(ed)
+            self.shapes_layout.insertWidget(self.shapes_layout.indexOf(self.rescale), ed)
             self._inputs.append(ed)
         self.batch.setValue(max(1, sg.tensors[inputs[0]].shape[0]) if inputs and sg.tensors[inputs[0]].shape else 1)
 
@@ -315,7 +327,8 @@ class WhatIfPanel(QWidget):
                 shapes[ed.position] = s
         base_batch = self._inputs[0].original[0] if self._inputs and self._inputs[0].original else 1
         batch = self.batch.value() if self.batch.value() != base_batch else None
-        return WhatIfEdits(input_shapes=shapes, batch=batch, activation_dtype=self.dtype.currentData())
+        return WhatIfEdits(input_shapes=shapes, batch=batch, activation_dtype=self.dtype.currentData(),
+                           rescale_fixed_sizes=self.rescale.isChecked())
 
     def budget(self) -> BudgetSettings:
         """The budget the controls describe (``limit_bytes`` None when unchecked)."""
@@ -342,6 +355,7 @@ class WhatIfPanel(QWidget):
             self.batch.setValue(max(1, edits.batch if edits is not None and edits.batch else base_batch))
             k = self.dtype.findData(edits.activation_dtype) if edits is not None else 0
             self.dtype.setCurrentIndex(max(0, k))
+            self.rescale.setChecked(edits is not None and bool(edits.rescale_fixed_sizes))
         finally:
             self._quiet = False
 
@@ -360,6 +374,7 @@ class WhatIfPanel(QWidget):
         base_batch = self._inputs[0].original[0] if self._inputs and self._inputs[0].original else 1
         self.batch.setValue(max(1, base_batch))
         self.dtype.setCurrentIndex(0)
+        self.rescale.setChecked(False)
         self._quiet = False
         self.edits_changed.emit(self.edits())
 

@@ -17,11 +17,8 @@ from __future__ import annotations
 
 import dataclasses
 import functools
-import json
 import os
 import re
-import subprocess
-import sys
 from typing import Mapping
 
 from viewer.errors import WhatIfError
@@ -274,7 +271,8 @@ def _runtime_shapes(
         tname = f" tensor {t} '{sg.tensors[t].name}'" if t >= 0 else ""
         raise WhatIfError(
             f"{model.path}: operator {op} ({m.group(2)}){tname} cannot take the new input shape: "
-            f"the LiteRT runtime failed to prepare it ({why})"
+            f"the LiteRT runtime failed to prepare it ({why})",
+            fixed_size=True,
         )
     return None, msg
 
@@ -285,89 +283,30 @@ def _probe_cached(path: str, mtime: int, inputs: tuple, timeout: float) -> tuple
     return _probe_subprocess(path, inputs, timeout)
 
 
-_PROBE_SCRIPT = r"""
-import json, sys, warnings
-warnings.simplefilter("ignore")
-req = json.loads(sys.argv[1])
-try:
-    from ai_edge_litert.interpreter import Interpreter, OpResolverType
-    it = Interpreter(model_path=req["path"],
-                     experimental_op_resolver_type=OpResolverType.BUILTIN_WITHOUT_DEFAULT_DELEGATES)
-    for t, s in req["inputs"]:
-        it.resize_tensor_input(int(t), [int(d) for d in s], strict=False)
-    it.allocate_tensors()
-    ii = it._interpreter
-    shapes = {}
-    for i in range(ii.NumTensors(0)):
-        try:
-            shapes[i] = [int(d) for d in ii.TensorSize(i, 0)]
-        except Exception:
-            pass
-    print(json.dumps({"ok": True, "shapes": shapes}))
-except Exception as e:
-    print(json.dumps({"ok": False, "error": " ".join(str(e).split())}))
-"""
-
-
 def _probe_subprocess(path: str, inputs: tuple, timeout: float) -> tuple[bool, object]:
     """Run LiteRT in a subprocess (a crash there cannot take the viewer down).
 
-    Uses :func:`viewer.runtime.probe.probe_model` when the runtime layer has it; otherwise (or
-    if its result has no shapes) a thin adapter of our own that only resizes and allocates.
+    Through the model's resident worker (:func:`viewer.runtime.worker.probe_resident`): the
+    same answer as a one-shot probe, without a process start after the first.
     """
-    try:
-        from viewer.runtime.probe import probe_model
-    except ImportError:
-        probe_model = None
-    if probe_model is not None:
-        try:
-            return _probe_via_runtime(probe_model, path, inputs, timeout)
-        except _ProbeApiMismatch:
-            pass
-    req = json.dumps({"path": str(path), "inputs": [[int(t), list(s)] for t, _, s in inputs]})
-    try:
-        r = subprocess.run(
-            [sys.executable, "-c", _PROBE_SCRIPT, req],
-            capture_output=True, text=True, timeout=timeout,
-        )
-    except subprocess.TimeoutExpired:
-        return False, f"the runtime took longer than {timeout:g} s"
-    except OSError as e:
-        return False, f"cannot start the runtime subprocess: {e}"
-    line = r.stdout.strip().splitlines()[-1] if r.stdout.strip() else ""
-    try:
-        res = json.loads(line)
-    except ValueError:
-        tail = " ".join(r.stderr.split())[-200:]
-        return False, f"the runtime subprocess exited with code {r.returncode}{': ' + tail if tail else ''}"
-    if res.get("ok"):
-        return True, {int(k): tuple(v) for k, v in res["shapes"].items()}
-    return False, res.get("error", "unknown runtime error")
+    from viewer.runtime.worker import probe_resident
 
-
-class _ProbeApiMismatch(Exception):
-    pass
+    return _probe_via_runtime(probe_resident, path, inputs, timeout)
 
 
 def _probe_via_runtime(probe_model, path: str, inputs: tuple, timeout: float) -> tuple[bool, object]:
-    """Call the runtime layer's probe (input positions as keys); _ProbeApiMismatch if it lacks shapes."""
+    """Call the runtime layer's probe (input positions as keys): (True, shapes) or (False, why)."""
     from viewer.errors import RuntimeProbeError
 
     try:
         res = probe_model(path, 0, input_shapes={int(k): tuple(s) for _, k, s in inputs}, timeout=timeout)
     except RuntimeProbeError as e:
         return False, " ".join(str(e).split())
-    if not getattr(res, "ok", False):
-        err = getattr(res, "error", None)
-        if err is None:
-            raise _ProbeApiMismatch()
-        return False, " ".join(str(err).split())
-    tensors = getattr(res, "tensors", None)
-    if tensors is None:
-        raise _ProbeApiMismatch()
-    n = getattr(res, "num_model_tensors", None)
+    if not res.ok:
+        return False, " ".join(str(res.error).split())
+    n = res.num_model_tensors
     return True, {
         int(t.id): tuple(int(d) for d in t.shape)
-        for t in tensors
+        for t in res.tensors
         if t.shape is not None and (n is None or t.id < n)
     }

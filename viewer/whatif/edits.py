@@ -45,6 +45,30 @@ class WhatIfEdits:
         return not (self.input_shapes or self.batch or self.activation_dtype or self.tensor_dtypes)
 
 
+def edits_label(edits) -> str:
+    """Short description of what-if edits for a chart's title ("" when there are none), e.g.
+    ``"input 1x320x320x3, batch 2, activations float16, tensor 7 int8"``."""
+    if edits is None or edits.is_empty():
+        return ""
+    parts = []
+    for key, shape in dict(edits.input_shapes).items():
+        dims = "x".join(str(d) for d in shape)
+        parts.append(f"input {key}={dims}" if key not in ("", None) else f"input {dims}")
+    if edits.batch:
+        parts.append(f"batch {edits.batch}")
+    if edits.activation_dtype:
+        parts.append(f"activations {edits.activation_dtype}")
+    if edits.tensor_dtypes:
+        items = sorted(dict(edits.tensor_dtypes).items())
+        if len(items) <= 2:
+            parts += [f"tensor {t} {d}" for t, d in items]
+        else:
+            parts.append(f"{len(items)} tensor dtypes")
+    if parts and edits.rescale_fixed_sizes:
+        parts.append("fixed sizes rescaled (estimated)")
+    return ", ".join(parts) or "edited"
+
+
 @dataclass(frozen=True)
 class EditedSubgraph:
     """The result of :func:`apply_edits`.

@@ -205,10 +205,11 @@ def footprint(
                      "are not measured (planned arena of the model's tensors only)")
         measure = False
     if measure:
-        from viewer.runtime.probe import probe_analysis, probe_model
+        from viewer.runtime.probe import probe_analysis
+        from viewer.runtime.worker import probe_resident  # the model's resident LiteRT worker
 
         shapes = dict(getattr(edited, "input_shapes", None) or {}) or None
-        probe = probe_model(model.path, subgraph_index, input_shapes=shapes, timeout=timeout)
+        probe = probe_resident(model.path, subgraph_index, input_shapes=shapes, timeout=timeout)
         if not probe.ok:
             notes.append(f"not measured ({probe.error}); kernel temporaries are missing, "
                          "the arena may be larger on the device")

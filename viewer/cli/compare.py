@@ -1,0 +1,85 @@
+"""``arena-viewer compare A.tflite B.tflite [C...]``: models side by side, ranked two ways."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+
+from viewer.cli._common import add_edit_args, edits_from_args
+from viewer.errors import UsageError
+from viewer.units import format_bytes
+
+
+def add_parser(sub) -> None:
+    p = sub.add_parser(
+        "compare",
+        help="compare models: naive sum, lower bound, best plan, runtime arena, weights",
+        description="Plan each MODEL (and run it in LiteRT for its kernel temporaries) and print "
+        "one table: naive sum, lower bound, best plan, the arena that counts, weights and the "
+        "widest operator; then the models ranked by naive sum and by arena, with a line when the "
+        "two rankings disagree.",
+    )
+    p.add_argument("models", nargs="+", metavar="MODEL", help="two or more .tflite files")
+    p.add_argument("--subgraph", type=int, default=0, metavar="N", help="subgraph index (default 0)")
+    p.add_argument("--no-measure", dest="measure", action="store_false",
+                   help="plan only: the arena then leaves out kernel temporaries (said on it)")
+    p.add_argument("--timeout", type=float, default=60.0, metavar="S",
+                   help="seconds for each runtime subprocess (default 60)")
+    p.add_argument("--json", action="store_true", help="print one JSON object instead of a table")
+    add_edit_args(p)
+    p.set_defaults(run=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    from dataclasses import asdict
+
+    from viewer.whatif.models_compare import rankings, summarize
+
+    if len(args.models) < 2:
+        raise UsageError("compare needs at least two models")
+    edits = edits_from_args(args)
+    rows = []
+    for i, path in enumerate(args.models, 1):
+        print(f"[{i}/{len(args.models)}] {path}", file=sys.stderr)
+        rows.append(summarize(path, args.subgraph, edits, measure=args.measure,
+                              timeout=args.timeout))
+    rank = rankings(rows)
+    if args.json:
+        doc = {"models": [asdict(r) for r in rows],
+               "ranking": {"naive_sum": [rows[i].path for i in rank["naive_sum"]],
+                           "arena": [rows[i].path for i in rank["arena"]],
+                           "disagree": rank["disagree"]}}
+        json.dump(doc, sys.stdout, indent=1)
+        print()
+        return 0
+    _print_table(rows, rank)
+    return 0
+
+
+def _print_table(rows, rank) -> None:
+    names = [os.path.basename(r.path) for r in rows]
+    w = max(len(n) for n in names)
+    head = ["naive sum", "lower bound", "best plan", "arena", "weights", "widest operator"]
+    print(f"{'model':<{w}}  " + "  ".join(f"{h:>12}" for h in head[:-1]) + f"  {head[-1]}")
+    for n, r in zip(names, rows):
+        arena = format_bytes(r.arena_bytes) + ("" if r.measured else "*")
+        cells = [format_bytes(r.naive_bytes), format_bytes(r.lower_bound_bytes),
+                 format_bytes(r.best_plan_bytes), arena, format_bytes(r.weights_bytes)]
+        widest = f"#{r.widest_op} {r.widest_op_name}" if r.widest_op >= 0 else "-"
+        print(f"{n:<{w}}  " + "  ".join(f"{c:>12}" for c in cells) + f"  {widest}")
+    if not all(r.measured for r in rows):
+        print("* planned only: kernel temporaries not included (the runtime did not measure it)")
+    else:
+        print("arena: LiteRT's planner with the runtime's kernel temporaries (measured)")
+    order = lambda key: " < ".join(names[i] for i in rank[key])  # noqa: E731
+    print(f"ranked by naive sum: {order('naive_sum')}")
+    print(f"ranked by arena:     {order('arena')}")
+    if rank["disagree"]:
+        print("the naive sum ranks these models differently from the arena they need: "
+              "compare arenas, not naive sums")
+    for n, r in zip(names, rows):
+        for note in r.notes:
+            if "not measured" in note or "cannot" in note:
+                print(f"note: {n}: {note}", file=sys.stderr)

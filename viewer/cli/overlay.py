@@ -1,0 +1,101 @@
+"""``arena-viewer overlay MODEL --format model-explorer|netron -o FILE.json``: memory on the graph.
+
+Model Explorer: ``model-explorer MODEL --node_data_paths=FILE.json`` (one measure per file,
+every subgraph). Netron: open MODEL, then drop FILE.json on the window (every measure, one
+subgraph).
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+from viewer.cli._common import add_edit_args, add_model_args, edits_from_args
+from viewer.errors import UsageError
+from viewer.units import format_bytes
+
+FORMATS = ("model-explorer", "netron")
+
+
+def add_parser(sub) -> None:
+    from viewer.export.overlay import MEASURES
+
+    p = sub.add_parser(
+        "overlay",
+        help="write per-operator memory as a Model Explorer node-data or Netron attachment file",
+        description="Plan MODEL's tensor arena and write, per operator, its live bytes, breadth, "
+        "kernel temporaries and the arena's top address, for Google's Model Explorer "
+        "(--node_data_paths) or Netron (drop the file on the open model). Model Explorer files "
+        "carry one measure (--value) for every subgraph; Netron files carry every measure of one "
+        "subgraph (--subgraph).",
+    )
+    add_model_args(p)
+    p.add_argument("--format", required=True, choices=FORMATS, help="which viewer the file is for")
+    p.add_argument("-o", "--output", required=True, metavar="FILE.json", help="the file to write")
+    p.add_argument("--value", default="live_bytes", choices=tuple(MEASURES),
+                   help="Model Explorer: the measure to colour nodes by (default live_bytes: "
+                        "every tensor live at the operator, kernel temporaries included)")
+    p.add_argument("--planner", default="litert", metavar="NAME",
+                   help="plan whose offsets give arena_top_bytes (default litert)")
+    p.add_argument("--no-measure", dest="measure", action="store_false",
+                   help="do not run LiteRT: kernel temporaries are then missing (said in the file)")
+    p.add_argument("--force", action="store_true", help="replace FILE.json if it exists")
+    add_edit_args(p)
+    p.set_defaults(run=run)
+
+
+def _overlays(model, entry: int, edits, planner: str, measure: bool, indices):
+    from viewer.export.overlay import subgraph_overlay
+    from viewer.whatif.footprint import footprint
+
+    out, notes = [], []
+    for i in indices:
+        fp = footprint(model, i, edits if i == entry else None, planner=planner,
+                       measure=measure and i == entry)
+        notes.extend(fp.notes if i == entry else ())
+        out.append(subgraph_overlay(model, i, fp.analysis, fp.plan, fp.measured))
+    return out, notes
+
+
+def run(args: argparse.Namespace) -> int:
+    from viewer.errors import SubgraphError
+    from viewer.export.chart_data import edits_label
+    from viewer.export.overlay import dumps, model_explorer_node_data, netron_attachment
+    from viewer.export.paths import check_output_path
+    from viewer.model.reader import load_model
+
+    out = str(args.output)
+    if not out.lower().endswith(".json"):
+        raise UsageError(f"{out}: the overlay is a JSON file; name it *.json")
+    check_output_path(out, args.model, what="overlay", force=args.force)
+    edits = edits_from_args(args)
+    model = load_model(args.model)
+    if not 0 <= args.subgraph < len(model.subgraphs):
+        raise SubgraphError(f"{args.model}: no subgraph {args.subgraph} "
+                            f"(the model has {len(model.subgraphs)})")
+    label = edits_label(edits) if edits is not None and not edits.is_empty() else ""
+    if args.format == "model-explorer":
+        indices = range(len(model.subgraphs))
+    else:
+        indices = [args.subgraph]
+    subs, notes = _overlays(model, args.subgraph, edits, args.planner, args.measure, indices)
+    if args.format == "model-explorer":
+        doc = model_explorer_node_data(subs, args.value, label)
+        for s in subs:
+            if not s.measured:
+                doc[s.graph_id]["name"] += " - kernel temporaries not included"
+    else:
+        doc = netron_attachment(subs[0], label)
+    from viewer.export.paths import write_atomic
+
+    write_atomic(out, dumps(doc), args.model, what="overlay", force=args.force)
+    for note in notes:
+        print(f"note: {note}", file=sys.stderr)
+    entry = next(s for s in subs if s.index == args.subgraph)
+    w = entry.widest_op
+    widest = (f"widest operator #{w} {entry.op_names[w]} "
+              f"{format_bytes(int(entry.values['live_bytes'][w]))}" if w >= 0 else "no operators")
+    what = "" if entry.measured else " (kernel temporaries not included)"
+    print(f"{out}: {args.format} overlay of {len(subs)} subgraph(s), "
+          f"{sum(len(s.op_names) for s in subs)} operators; {widest}{what}")
+    return 0

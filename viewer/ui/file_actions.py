@@ -1,0 +1,228 @@
+"""What the window writes: the chart image, the JSON report, a reordered model; and the recent
+files list. Each asks for a file when given none, and before replacing an existing one."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from PySide6.QtWidgets import QFileDialog
+
+from viewer.errors import ViewerError
+from viewer.resources import DEMO_MODEL, resource_path
+from viewer.ui import dialogs
+
+MAX_RECENT = 8
+MODEL_FILTER = "TensorFlow Lite / LiteRT models (*.tflite);;All files (*)"
+
+
+def _default_name(w, ext: str) -> str:
+    resp = w.document.response
+    stem = Path(resp.model.path).stem if resp else "arena"
+    folder = w.settings.value("export_dir", str(Path.home()))
+    return str(Path(str(folder)) / f"{stem}_{w.document.planner or 'plan'}.{ext}")
+
+
+def _ask_save(w, title: str, default: str, filt: str) -> str | None:
+    path, _ = QFileDialog.getSaveFileName(w, title, default, filt,
+                                          options=QFileDialog.Option.DontConfirmOverwrite)
+    return path or None
+
+
+def export_image(w, path: str | None = None, width: int | None = None,
+                 height: int | None = None) -> str | None:
+    """Save the chart as PNG or SVG (format from the extension) of ``width`` x ``height`` px.
+
+    Without a path, asks for size and file. Returns the path written, or None when cancelled.
+    """
+    if w.document.response is None:
+        return None
+    if path is None:
+        dlg = dialogs.ExportImageDialog(w)
+        if dlg.exec() != dlg.DialogCode.Accepted:
+            return None
+        width, height, fmt = dlg.values()
+        path = _ask_save(w, "Export image", _default_name(w, fmt), f"{fmt.upper()} image (*.{fmt})")
+        if not path:
+            return None
+        if not path.lower().endswith((".png", ".svg")):
+            path += f".{fmt}"
+    width, height = int(width or 1600), int(height or 900)
+    if not dialogs.confirm_overwrite(w, path):
+        return None
+    try:
+        w.chart.export(path, width, height)
+    except (ViewerError, OSError) as e:
+        dialogs.show_error(w, "Export failed", f"{path}: {e}")
+        return None
+    w.settings.setValue("export_dir", os.path.dirname(os.path.abspath(path)))
+    w.status_label.setText(f"Wrote {path} ({width}x{height})")
+    return path
+
+
+def export_json(w, path: str | None = None) -> str | None:
+    """Save the report (the object ``plan --json`` prints). Returns the path written, or None."""
+    from viewer.export.report import build_report, write_report
+
+    doc = w.document
+    resp = doc.response
+    if resp is None:
+        return None
+    if path is None:
+        path = _ask_save(w, "Export JSON report", _default_name(w, "json"), "JSON (*.json)")
+        if not path:
+            return None
+    if not dialogs.confirm_overwrite(w, path):
+        return None
+    notes = tuple(resp.notes) + ((resp.measure_note,) if resp.measure_note else ())
+    report = build_report(resp.model, resp.request.subgraph, resp.analysis, resp.plans,
+                          resp.best, notes=notes, edits=doc.edits_report())
+    try:
+        write_report(report, path, force=True)  # confirm_overwrite asked
+    except (ViewerError, OSError) as e:
+        dialogs.show_error(w, "Export failed", str(e))
+        return None
+    w.settings.setValue("export_dir", os.path.dirname(os.path.abspath(path)))
+    w.status_label.setText(f"Wrote {path}")
+    return path
+
+
+def save_reordered(w, path: str | None = None) -> str | None:
+    """Write a copy of the model with the reordered operators; never over the open model.
+
+    Returns the path written, or None.
+    """
+    from viewer.export.model_copy import write_reordered
+
+    full = w.document.full_response
+    if full is None or full.reorder is None:
+        return None
+    src = full.model.path
+    if path is None:
+        folder = w.settings.value("export_dir", os.path.dirname(os.path.abspath(src)))
+        path = _ask_save(w, "Save reordered model", str(Path(str(folder)) / f"{Path(src).stem}_reordered.tflite"),
+                         MODEL_FILTER)
+        if not path:
+            return None
+    same = os.path.abspath(path) == os.path.abspath(src)
+    try:
+        same = same or (os.path.exists(path) and os.path.samefile(path, src))
+    except OSError:
+        pass
+    if same:
+        dialogs.show_error(w, "Not saved", f"{path}: refusing to overwrite the open model; choose another file")
+        return None
+    if not dialogs.confirm_overwrite(w, path):
+        return None
+    try:
+        n = write_reordered(src, path, full.request.subgraph, full.reorder.order,
+                            force=True)  # confirm_overwrite asked
+    except ViewerError as e:
+        dialogs.show_error(w, "Not saved", str(e))
+        return None
+    w.status_label.setText(f"Wrote {path} ({n:,} bytes, operators reordered)")
+    return path
+
+
+def save_offline_plan(w, path: str | None = None) -> str | None:
+    """Write a copy of the model with the shown plan as TFLM's ``OfflineMemoryAllocation``.
+
+    Only under the TFLite Micro target: every tensor TFLM plans gets the shown plan's offset;
+    kernel scratch buffers stay online (TFLM places them). Never over the open model.
+    Returns the path written, or None.
+    """
+    from viewer.export.model_copy import write_offline_planned
+
+    doc = w.document
+    resp = doc.response
+    if resp is None or doc.runtime != "tflm" or doc.planner not in resp.plans:
+        return None
+    plan = resp.plans[doc.planner]
+    src = resp.model.path
+    if path is None:
+        folder = w.settings.value("export_dir", os.path.dirname(os.path.abspath(src)))
+        path = _ask_save(w, "Save with this plan (TFLite Micro offline plan)",
+                         str(Path(str(folder)) / f"{Path(src).stem}_{doc.planner}_offline.tflite"), MODEL_FILTER)
+        if not path:
+            return None
+    try:
+        same = os.path.abspath(path) == os.path.abspath(src) or (os.path.exists(path) and os.path.samefile(path, src))
+    except OSError:
+        same = False
+    if same:
+        dialogs.show_error(w, "Not saved", f"{path}: refusing to overwrite the open model; choose another file")
+        return None
+    if not dialogs.confirm_overwrite(w, path):
+        return None
+    n_tensors = sum(len(g.tensors) for g in resp.model.subgraphs)
+    offsets = [-1] * n_tensors
+    for u in resp.analysis.usages:
+        if u.tensor < n_tensors and u.tensor in plan.offsets:
+            offsets[u.tensor] = int(plan.offsets[u.tensor])
+    try:
+        n = write_offline_planned(src, path, offsets, len(resp.model.subgraphs), force=True)  # asked above
+    except ViewerError as e:
+        dialogs.show_error(w, "Not saved", str(e))
+        return None
+    w.status_label.setText(f"Wrote {path} ({n:,} bytes): {doc.planner}'s plan as TFLM's offline plan, "
+                           f"{sum(o >= 0 for o in offsets)} tensors fixed, scratch left online")
+    return path
+
+
+class RecentFiles:
+    """The File > Open recent list, kept in ``settings["recent_files"]`` (newest first).
+
+    Parameters
+    ----------
+    settings : QSettings
+    menu : QMenu
+        Rebuilt on every change.
+    open_model : callable
+        ``open_model(path)`` when an entry is chosen.
+    """
+
+    def __init__(self, settings, menu, open_model):
+        self.settings, self.menu, self._open = settings, menu, open_model
+        self.rebuild()
+
+    def files(self) -> list[str]:
+        v = self.settings.value("recent_files", [])
+        if isinstance(v, str):
+            v = [v]
+        return [str(p) for p in (v or [])]
+
+    def add(self, path: str) -> None:
+        path = os.path.abspath(path)
+        try:
+            if Path(path).resolve() == resource_path(DEMO_MODEL).resolve():
+                return  # the demo is always one click away
+        except OSError:
+            pass
+        self._store([path] + [p for p in self.files() if p != path])
+
+    def drop_failed(self, message: str) -> None:
+        """Forget the files a one-line error ``message`` names ("PATH: ...")."""
+        bad = [p for p in self.files() if message.startswith(p + ":")]
+        if bad:
+            self._store([p for p in self.files() if p not in bad])
+
+    def clear(self) -> None:
+        self._store([])
+
+    def _store(self, items: list[str]) -> None:
+        self.settings.setValue("recent_files", items[:MAX_RECENT])
+        self.settings.sync()
+        self.rebuild()
+
+    def rebuild(self) -> None:
+        self.menu.clear()
+        files = self.files()
+        for i, p in enumerate(files):
+            a = self.menu.addAction(f"&{i + 1} {os.path.basename(p)}")
+            a.setToolTip(p)
+            a.setData(p)
+            a.triggered.connect(lambda _=False, p=p: self._open(p))
+        if files:
+            self.menu.addSeparator()
+            self.menu.addAction("Clear list", self.clear)
+        self.menu.setEnabled(bool(files))
