@@ -378,8 +378,8 @@ def _range_min(values: np.ndarray, lo: np.ndarray, hi: np.ndarray) -> np.ndarray
     return out
 
 
-#: Objects tried one by one per tensor before the busy ones are found in one numpy pass.
-_TRIES = 32
+#: Objects tried one by one per tensor before the busy ones are looked up (overlap lists or numpy).
+_TRIES = 8
 
 
 def _adjacency(first: np.ndarray, last: np.ndarray, poll: _Poll):
@@ -494,10 +494,11 @@ def plan_greedy_by_breadth(
     The reference walks every operator's profile and tries every object per tensor. Here each
     tensor's turn comes from a range minimum of task positions over its interval (a sparse
     table), and objects are tried in the order of preference (size from the tensor's up, then
-    down), so the first free one is taken: O(n log n) plus the objects tried. After 32 busy
-    objects, the busy ones are found in one numpy pass over the assigned tensors instead, so a
-    graph whose tensors all overlap (16k graph outputs) costs one vectorised pass per tensor,
-    not a Python loop over every object.
+    down), so the first free one is taken: O(n log n) plus the objects tried. After 8 busy
+    objects, the busy ones are the objects of the assigned tensors that overlap this one, from
+    overlap lists built once (O(n log n + overlapping pairs)); past ten million pairs (16k
+    graph outputs all live together) one vectorised pass over the assigned tensors per tensor
+    instead of a Python loop over every object.
     """
     alignment = _check_alignment(alignment)
     poll = _Poll(cancelled, progress, "greedy by breadth")
