@@ -278,3 +278,15 @@ def test_a_custom_op_the_runtime_cannot_load_is_cannot_tell(capsys):
     assert rc == 3 and "ethos-u" in err and err.count("\n") == 1
     rc, r = _json(capsys, "check", str(p), "--budget", "1MiB")
     assert r["verdict"] == "cannot_tell" and r["fits"] is False and r["unknowns"]
+
+
+def test_an_internal_error_is_exit_70_not_3(chain, capsys, monkeypatch):
+    """A bug (an exception that is no ViewerError) exits 70 (EX_SOFTWARE), apart from check's 3."""
+    import viewer.cli.check as check
+
+    def boom(*a, **k):
+        raise RuntimeError("simulated bug")
+
+    monkeypatch.setattr(check, "footprint", boom)
+    rc, out, err = run_cli(capsys, "check", str(chain), "--budget", "1MiB")
+    assert rc == 70 and "internal error" in err and err.count("\n") == 1

@@ -112,8 +112,9 @@ class Footprint:
         The planner's plan of ``analysis``.
     tensor_lower_bound_bytes : int
         Widest operator's breadth over the model's own tensors (no temporaries).
-    planned_tensor_arena_bytes : int
-        The planner's arena over the model's own tensors only.
+    planned_tensor_arena_bytes : int or None
+        The planner's arena over the model's own tensors only (None when the runtime
+        answered: not planned).
     arena_bytes : int
         The arena that counts (the ``tensor arena`` term): the runtime's own arena when
         measured with the ``litert`` planner, else the planner's arena (kernel temporaries
@@ -147,7 +148,7 @@ class Footprint:
     analysis: Analysis
     plan: Plan
     tensor_lower_bound_bytes: int
-    planned_tensor_arena_bytes: int
+    planned_tensor_arena_bytes: int | None
     arena_bytes: int
     measured: bool
     measured_arena_bytes: int | None
@@ -374,6 +375,7 @@ def footprint(
     measure: bool = True,
     timeout: float = 60.0,
     time_limit: float | None = None,
+    detail: bool = True,
 ) -> Footprint:
     """Everything subgraph ``subgraph_index`` of ``model`` needs in anonymous memory.
 
@@ -396,6 +398,10 @@ def footprint(
         cannot load the model, the planned arena is a lower bound and ``unknowns`` says why.
     timeout : float
         Seconds for each runtime subprocess.
+    detail : bool
+        False when only the terms matter (e.g. the footprint at the next batch): a measured
+        ``litert`` arena is then not re-planned for display (``analysis`` is the model's
+        tensors, ``plan`` the runtime's own placement).
 
     Returns
     -------
@@ -415,12 +421,12 @@ def footprint(
     edited = apply_edits(model, subgraph_index, edits)
     notes.extend(edited.notes)
     base = analyze(edited.subgraph, model=model)
-    base_plan = _plan(base, planner, time_limit)
+    base_plan = None  # planned over the model's tensors: only when the runtime does not answer
     unknowns = unresolved_dynamic_inputs(model, subgraph_index, edits)
     storage = edits is not None and bool(edits.activation_dtype or edits.tensor_dtypes)
     shapes_estimated = bool(edited.estimated)
 
-    analysis, plan, probe = base, base_plan, None
+    analysis, plan, probe = base, None, None
     arena_source, arena_method = SOURCE_PLANNED, f"planner {planner} over the model's tensors"
     measured_arena = None
     if measure:
@@ -450,6 +456,12 @@ def footprint(
                 notes.append("the runtime cannot run this what-if: kernel temporaries measured at "
                              + ("the stored shapes" if shapes_estimated else "the file's types")
                              + f" and rescaled ({rule}); the arena is an estimate")
+            elif not detail and planner == "litert":
+                from viewer.runtime.probe import measured_plan
+
+                plan = measured_plan(probe)
+                measured_arena = int(probe.arena_bytes or 0)
+                arena_source, arena_method = SOURCE_MEASURED, "LiteRT's arena"
             else:
                 analysis = probe_analysis(model, probe)
                 plan = _plan_like_runtime(analysis, planner, time_limit, probe)
@@ -475,13 +487,15 @@ def footprint(
         except ViewerError as e:
             notes.append(f"runtime result not usable ({e}); planned without kernel temporaries")
             unknowns.append(f"kernel temporaries (runtime result not usable: {e})")
-            analysis, plan, probe, measured_arena = base, base_plan, None, None
+            analysis, plan, probe, measured_arena = base, None, None, None
             arena_source, arena_method = SOURCE_PLANNED, f"planner {planner} over the model's tensors"
     elif measure is False:
         unknowns.append("kernel temporaries (im2col, scratch): not measured (planned only)")
         notes.append("planned only: kernel temporaries (im2col, scratch) are not included; "
                      "the runtime's arena can be several times larger")
 
+    if plan is None:
+        base_plan = plan = _plan(base, planner, time_limit)
     temps = [u for u in analysis.usages if u.kind == KIND_TEMPORARY]
     largest = None
     if temps:
@@ -525,7 +539,7 @@ def footprint(
         analysis=analysis,
         plan=plan,
         tensor_lower_bound_bytes=base.lower_bound_bytes,
-        planned_tensor_arena_bytes=base_plan.arena_bytes,
+        planned_tensor_arena_bytes=base_plan.arena_bytes if base_plan is not None else None,
         arena_bytes=int(arena),
         measured=probe is not None,
         measured_arena_bytes=measured_arena,

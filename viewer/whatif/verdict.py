@@ -111,7 +111,8 @@ def batch_growth(model, subgraph_index: int, edits: WhatIfEdits | None, fp: Foot
     b = base.batch or 1
     try:
         nxt = footprint(model, subgraph_index, dataclasses.replace(base, batch=b + 1),
-                        planner=planner, measure=measure, timeout=timeout, time_limit=time_limit)
+                        planner=planner, measure=measure, timeout=timeout, time_limit=time_limit,
+                        detail=False)
     except WhatIfError as e:
         msg = str(e)
         if msg.startswith(str(model.path) + ": "):
