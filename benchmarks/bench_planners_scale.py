@@ -10,7 +10,8 @@ residual / U-Net graph: operator ``k`` produces tensor ``k``, read by operator `
 one tensor in five is also read by a later operator (a skip connection, 2 to 64 operators on,
 with a few long U-Net style skips reaching far ahead); sizes are drawn from activation-like
 byte counts. ``litert`` (LiteRT's own ``ArenaPlanner`` order, reproduced) is printed for
-reference. One run per planner and size; figures depend on the machine and its load. Not a
+reference; ``--planners litert_reference,...`` adds the straightforward (quadratic)
+re-statement kept in tests/planning/_litert_reference.py, as the anchor of a before/after. One run per planner and size; figures depend on the machine and its load. Not a
 test.
 
 ``--save-equivalence`` records the offsets every heuristic planner (``naive``,
@@ -96,11 +97,19 @@ def bench(sizes, planners, seed: int) -> None:
         p = synthetic_problem(n, seed)
         lb = p.lower_bound()
         for name in planners:
-            func = get_planner(name).func
+            func = _reference_litert() if name == "litert_reference" else get_planner(name).func
             t0 = time.perf_counter()
             plan = func(p, 64)
             dt = time.perf_counter() - t0
             print(f"{n:>8}  {name:<18} {dt:>8.3f}  {plan.arena_bytes:>14,}  {lb:,}", flush=True)
+
+
+def _reference_litert():
+    """The straightforward re-statement of LiteRT's planner kept for tests (quadratic)."""
+    sys.path.insert(0, str(ROOT))
+    from tests.planning._litert_reference import plan_litert
+
+    return plan_litert
 
 
 def _equivalence_cases():

@@ -24,7 +24,7 @@ sys.path.insert(0, str(ROOT))
 from viewer.analysis.intervals import analyze  # noqa: E402
 from viewer.errors import ViewerError  # noqa: E402
 from viewer.model.reader import load_model  # noqa: E402
-from viewer.model.writer import write_reordered  # noqa: E402
+from viewer.export.model_copy import write_reordered  # noqa: E402
 from viewer.whatif.reorder import reorder  # noqa: E402
 
 MODELS = ROOT.parent / "shared" / "models"

@@ -39,3 +39,21 @@ def test_the_limit_itself_is_taken():
 def test_unreadable_sizes(text):
     with pytest.raises(UsageError):
         parse_size(text)
+
+
+def test_one_byte_formatter_everywhere():
+    """Issue 12 item 11: no view formats bytes its own way: format_bytes takes no precision,
+    and nothing passes one (the window said 24.75 MiB, the CLI 24.8, the compare line 24.8)."""
+    import ast
+    import inspect
+    from pathlib import Path
+
+    assert list(inspect.signature(format_bytes).parameters) == ["n"]
+    bad = []
+    for f in (Path(__file__).resolve().parents[1] / "viewer").rglob("*.py"):
+        for node in ast.walk(ast.parse(f.read_text())):
+            if (isinstance(node, ast.Call) and getattr(node.func, "id", getattr(node.func, "attr", None))
+                    == "format_bytes" and (len(node.args) > 1 or node.keywords)):
+                bad.append(f"{f.name}:{node.lineno}")
+    assert not bad, bad
+    assert format_bytes(25_952_256) == "24.8 MiB"

@@ -53,7 +53,25 @@ class RuntimeProbeError(ViewerError):
 
 
 class WhatIfError(ViewerError):
-    """A what-if edit the model cannot take (e.g. a resize through a fixed RESHAPE)."""
+    """A what-if edit the model cannot take (e.g. a resize through a fixed RESHAPE).
+
+    ``fixed_size`` is True when a resize failed at an operator whose sizes the model fixes for
+    its stored resolution, so rescaling them (``--rescale-fixed-sizes``, the window's "Rescale
+    fixed sizes (estimated)") may let it through; each front end adds its own :data:`FIXED_SIZE_HINTS`.
+    """
+
+    def __init__(self, message: str = "", *, fixed_size: bool = False):
+        super().__init__(message)
+        self.fixed_size = bool(fixed_size)
+
+
+#: What each front end suggests after a :class:`WhatIfError` with ``fixed_size``.
+FIXED_SIZE_HINTS = {
+    "cli": "; if the model fixes this size for its stored resolution, add --rescale-fixed-sizes "
+           "to rescale its fixed sizes as a re-export would (estimated)",
+    "window": "; if the model fixes this size for its stored resolution, tick \"Rescale fixed "
+              "sizes (estimated)\" in the What if panel",
+}
 
 
 class UsageError(ViewerError):

@@ -19,17 +19,20 @@ _UNITS = {
 MAX_SIZE_BYTES = 1 << 62
 
 
-def format_bytes(n: int | float, precision: int = 1) -> str:
-    """``1536 -> '1.5 KiB'``; binary units (KiB ... EiB), whole bytes below 1 KiB.
+def format_bytes(n: int | float) -> str:
+    """``1536 -> '1.5 KiB'``: the one byte formatter of every view (window, CLI, exports).
 
-    ``precision`` digits after the point (default one).
+    Binary units (KiB ... EiB) with one digit after the point, rounded half to even by
+    Python's formatting; whole bytes below 1 KiB. The window, the CLI and the compare line all
+    call this, so the same byte count reads the same everywhere (exact counts are printed
+    beside it where they matter).
     """
     n = float(n)
     sign = "-" if n < 0 else ""
     a = abs(n)
     for unit, scale in _BINARY:
         if a >= scale:
-            return f"{sign}{a / scale:.{precision}f} {unit}"
+            return f"{sign}{a / scale:.1f} {unit}"
     return f"{sign}{int(a)} B"
 
 

@@ -54,3 +54,12 @@ def test_readme_and_help_say_what_planner_all_runs(capsys):
     assert "`plan --planner all`" in readme and "leaves out the exact `optimal`" in readme
     code, out, _ = run_cli(capsys, "plan", "--help")
     assert code == 0 and "'optimal' only when named" in " ".join(out.split())
+
+
+def test_fixed_size_error_suggests_rescale_fixed_sizes(capsys):
+    model = shared_model("coral_mobilenet_v1_0.25_128_quant.tflite")
+    code, _, err = run_cli(capsys, "plan", model, "--input-shape", "1x256x256x3")
+    assert code == 2 and err.count("\n") == 1
+    assert "cannot take the new input shape" in err and "add --rescale-fixed-sizes" in err, err
+    code, out, _ = run_cli(capsys, "plan", model, "--input-shape", "1x256x256x3", "--rescale-fixed-sizes")
+    assert code == 0 and "fixed global pooling window [4, 4] rescaled to [8, 8]" in out

@@ -37,19 +37,22 @@ def test_png_of_the_smallest_plan_by_default(tmp_path, capsys, qapp):
     assert rc == 0, err
     assert png_size(out) == (800, 500)
     # Four 768-byte tensors; the lower bound is three of them, and the smallest plan reaches it.
-    assert "lower bound 2.25 KiB" in stdout and "arena 2.25 KiB" in stdout
+    assert "lower bound 2.2 KiB" in stdout and "arena 2.2 KiB" in stdout
 
 
-def test_svg_with_a_named_planner_overwrites(tmp_path, capsys, qapp):
+def test_svg_with_a_named_planner_overwrites_only_with_force(tmp_path, capsys, qapp):
     model = write(tmp_path, "chain.tflite", add_chain(3))
     out = tmp_path / "chart.svg"
     out.write_text("old")
+    rc, _, err = run_cli(capsys, "export", model, "-o", out, "--planner", "naive")
+    assert rc == 2 and "already exists; pass --force" in err and len(err.strip().splitlines()) == 1
+    assert out.read_text() == "old"
     rc, stdout, err = run_cli(capsys, "export", model, "-o", out, "--planner", "naive",
-                              "--color-by", "op")
+                              "--color-by", "op", "--force")
     assert rc == 0, err
     root = ET.parse(out).getroot()
     assert root.get("viewBox") == "0 0 1600 1000" and root.get("width") == "1600px"
-    assert "naive plan, arena 3.00 KiB" in stdout
+    assert "naive plan, arena 3.0 KiB" in stdout
     assert "chain.tflite — subgraph 0 — naive" in out.read_text()
 
 
@@ -98,7 +101,7 @@ def test_headless_console_run_on_mobilenet_v2(tmp_path):
     )
     assert r.returncode == 0, r.stderr
     assert png_size(out) == (1280, 720)
-    assert "greedy_by_size plan" in r.stdout and "lower bound 6.32 MiB" in r.stdout
+    assert "greedy_by_size plan" in r.stdout and "lower bound 6.3 MiB" in r.stdout
 
 
 def test_what_if_edits_are_named_in_the_title(tmp_path, capsys, qapp):
@@ -107,7 +110,7 @@ def test_what_if_edits_are_named_in_the_title(tmp_path, capsys, qapp):
     rc, stdout, err = run_cli(capsys, "export", model, "-o", out, "--batch", 2)
     assert rc == 0, err
     assert "chain.tflite — what-if: batch 2 — subgraph 0" in out.read_text()
-    assert "lower bound 4.50 KiB" in stdout  # twice the batch-1 lower bound
+    assert "lower bound 4.5 KiB" in stdout  # twice the batch-1 lower bound
 
 
 @pytest.mark.shared

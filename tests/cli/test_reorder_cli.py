@@ -110,10 +110,10 @@ def test_refuses_to_overwrite_the_input_through_a_link(tmp_path, capsys):
     [
         (lambda d, m: ["reorder", str(d / "missing.tflite"), "-o", str(d / "o.tflite")], "no such file"),
         (lambda d, m: ["reorder", str(m), "-o", str(d / "o.tflite"), "--subgraph", "3"], "no subgraph 3"),
-        (lambda d, m: ["reorder", str(m), "-o", str(d)], "is a directory"),
+        (lambda d, m: ["reorder", str(m), "-o", str(d)], "is a folder"),
         (lambda d, m: ["reorder", str(m), "-o", str(d / "o.tflite"), "--time-limit", "-1"], "--time-limit"),
         (lambda d, m: ["reorder", str(d / "junk.tflite"), "-o", str(d / "o.tflite")], "junk.tflite"),
-        (lambda d, m: ["reorder", str(m), "-o", str(d / "no_dir" / "o.tflite")], "cannot write"),
+        (lambda d, m: ["reorder", str(m), "-o", str(d / "no_dir" / "o.tflite")], "does not exist"),
     ],
 )
 def test_bad_input_is_one_line_and_exit_2(tmp_path, capsys, make_args, message):

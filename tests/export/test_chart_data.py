@@ -87,7 +87,7 @@ def test_figures_and_title():
     assert d.arena_bytes == plan.arena_bytes
     assert d.title == (
         f"synthetic.tflite — subgraph 0 — greedy_by_size: arena "
-        f"{plan.arena_bytes / 1024:.2f} KiB, lower bound 5.00 KiB"
+        f"{plan.arena_bytes / 1024:.1f} KiB, lower bound 5.0 KiB"
     )
 
 

@@ -31,8 +31,8 @@ def test_compare_text_gives_arena_and_bound_deltas_and_the_widest_operator():
     text = compare_text(left, right)
     # "a" is live at the widest operator, so the lower bound grows by exactly its 2048 extra bytes.
     assert b.lower_bound_bytes - a.lower_bound_bytes == 2048
-    assert f"lower bound {left.lower_bound / 1024:.2f} KiB → {right.lower_bound / 1024:.2f} KiB (+2.00 KiB" in text
-    assert text.startswith(f"arena {left.arena_bytes / 1024:.2f} KiB → {right.arena_bytes / 1024:.2f} KiB")
+    assert f"lower bound {left.lower_bound / 1024:.1f} KiB → {right.lower_bound / 1024:.1f} KiB (+2.0 KiB" in text
+    assert text.startswith(f"arena {left.arena_bytes / 1024:.1f} KiB → {right.arena_bytes / 1024:.1f} KiB")
     assert f"widest operator #{a.widest_op} {a.op_name(a.widest_op)} in both" in text
     assert "in both" in compare_text(left, left) and "(±0 B)" in compare_text(left, left)
     moved = dataclasses.replace(right, widest_op=3, widest_op_name="FULLY_CONNECTED")
@@ -92,7 +92,7 @@ def test_cli_export_compare_draws_baseline_and_whatif(tmp_path, capsys, qapp):
     b = run_planners(base.analysis.problem(), ["greedy_by_size"])["greedy_by_size"].arena_bytes
     e = run_planners(edit.analysis.problem(), ["greedy_by_size"])["greedy_by_size"].arena_bytes
     assert e < b
-    assert f"arena {b / 2**20:.2f} MiB -> {e / 2**20:.2f} MiB" in stdout
+    assert f"arena {b / 2**20:.1f} MiB -> {e / 2**20:.1f} MiB" in stdout
     # Without an edit there is nothing to compare: one line, exit 2.
     rc = main(["export", str(model), "-o", str(tmp_path / "x.png"), "--compare"])
     stdout, err = capsys.readouterr()

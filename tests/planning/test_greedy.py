@@ -377,3 +377,25 @@ def test_chain_with_skips_equals_reference(name):
     p = chain_problem(400, seed=3)
     ref = reference_greedy_by_size if name == "greedy_by_size" else reference_greedy_by_breadth
     assert dict(get_planner(name).func(p, 64).offsets) == ref(p, 64)
+
+
+def test_breadth_dense_search_takes_the_same_objects(monkeypatch):
+    """The numpy search over busy objects (used after 32 busy objects) picks what trying every
+    object one by one picks: compare both on random problems full of ties."""
+    import random
+
+    from viewer.planning import greedy
+
+    rng = random.Random(14)
+    problems = []
+    for _ in range(120):
+        ops = rng.randrange(1, 25)
+        bufs = []
+        for i in range(rng.randrange(1, 80)):
+            f = rng.randrange(ops)
+            bufs.append(Buffer(i, f, min(ops - 1, f + rng.choice([0, 1, 3, ops])),
+                               rng.choice([0, 16, 64, 100, rng.randrange(1, 3000)])))
+        problems.append(PlanningProblem(tuple(bufs), ops))
+    one_by_one = [plan_greedy_by_breadth(p, 16).offsets for p in problems]
+    monkeypatch.setattr(greedy, "_TRIES", 0)
+    assert [plan_greedy_by_breadth(p, 16).offsets for p in problems] == one_by_one

@@ -308,3 +308,94 @@ def test_proven_bound_never_beats_litert_runtime(name):
     verify_plan(problem, plan)
     assert plan.bound_bytes <= span
     assert plan.arena_bytes <= span
+
+
+def test_no_search_thread_outlives_the_planner():
+    """Suspended decision searches run in threads; every one ends with the planner, also
+    when it is cancelled."""
+    import threading
+
+    problem = _hard_problem()
+    plan_optimal(problem, 1, time_limit=0.5, ingredients=("minimalloc",))
+    calls = []
+    with pytest.raises(PlanCancelled):
+        plan_optimal(problem, 1, time_limit=60, ingredients=("minimalloc",),
+                     cancelled=lambda: calls.append(1) or len(calls) > 20)
+    assert not [t for t in threading.enumerate() if t.name.startswith("minimalloc-")]
+
+
+def test_decision_resumes_where_it_stopped():
+    """A decision that runs out of time continues where it was: cut into short turns, one
+    preorder's search reaches its answer after exactly as many nodes as in one go."""
+    import time
+
+    p = BENCH / "K.1048576.csv"
+    if not p.exists():
+        pytest.skip(f"{p} not present (../shared is not beside this checkout)")
+    _, first, last, size = read_problem_csv(p)[0].arrays()
+    params = mm.SearchParams(preordering_heuristics=("TWA",))
+    with mm.Decision(first, last + 1, size, 1048576, 1, params=params) as d:
+        assert d.run() == mm.FEASIBLE
+        whole = d.nodes
+    with mm.Decision(first, last + 1, size, 1048576, 1, params=params) as d:
+        runs = 0
+        while (status := d.run(time.monotonic() + 0.01)) == mm.TIMEOUT:
+            runs += 1
+        assert status == mm.FEASIBLE and runs > 1
+        assert d.nodes == whole
+
+
+# (start, end, size) half-open, alignment, optimum: tiny literal instances for the bounds.
+GRANULAR = [
+    ([(0, 2, 3), (1, 3, 6), (2, 4, 9)], 1, 15),
+    ([(0, 1, 100), (0, 1, 100)], 64, 228),
+    ([(0, 2, 4), (1, 3, 4), (2, 4, 8), (0, 4, 2)], 1, 14),
+]
+
+
+@pytest.mark.parametrize("intervals, alignment, optimum", GRANULAR)
+def test_size_granularity_divides_the_optimum(intervals, alignment, optimum):
+    """Table test, optima by brute force: the optimum is a multiple of size_granularity, so
+    a bound may be rounded up to it."""
+    from viewer.planning.bounds import round_up, size_granularity
+
+    tuples = [(a, b - 1, s) for a, b, s in intervals]
+    assert _brute_force_optimum(tuples, alignment) == optimum
+    h = size_granularity(np.array([s for *_, s in intervals]), alignment)
+    assert optimum % h == 0
+    assert round_up(optimum - 1, h) == optimum or h == 1
+    plan = plan_optimal(_problem(tuples), alignment, time_limit=5)
+    assert (plan.arena_bytes, plan.proven_optimal) == (optimum, True)
+    assert plan.stats["granularity"] == h
+
+
+def test_size_granularity_values():
+    from viewer.planning.bounds import round_up, size_granularity
+
+    assert size_granularity(np.array([1024, 3072, 0]), 1) == 1024
+    assert size_granularity(np.array([1024, 3072]), 64) == 64
+    assert size_granularity(np.array([100]), 64) == 4
+    assert size_granularity(np.array([0, 0]), 1) == 1
+    assert round_up(1025, 1024) == 2048 and round_up(1024, 1024) == 1024
+
+
+def test_target_is_decided_first():
+    """With a target the first search asks exactly that capacity."""
+    p = BENCH / "J.1048576.csv"
+    if not p.exists():
+        pytest.skip(f"{p} not present (../shared is not beside this checkout)")
+    problem = read_problem_csv(p)[0]
+    plan = plan_optimal(problem, 1, time_limit=1.0, target_bytes=1048576)
+    searches = [e for e in plan.stats["log"] if e["stage"] == "minimalloc"]
+    assert searches and searches[0]["capacity"] == 1048576
+
+
+def test_improved_reports_every_better_plan():
+    problem = _hard_problem()
+    seen = []
+    plan = plan_optimal(problem, 1, time_limit=3, improved=seen.append, ingredients=NO_HEURISTICS)
+    arenas = [p.arena_bytes for p in seen]
+    assert arenas and arenas == sorted(arenas, reverse=True) and len(set(arenas)) == len(arenas)
+    assert arenas[-1] == plan.arena_bytes
+    for p in seen:
+        verify_plan(problem, p)

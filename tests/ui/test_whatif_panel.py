@@ -152,9 +152,9 @@ def test_show_edits_sets_the_controls_without_emitting(panel, qtbot):
 
 
 def test_verdict_line_colour_and_hidden_when_empty(panel):
-    panel.set_verdict("over budget by 1.00 KiB (binding operator #0 RELU)", False)
+    panel.set_verdict("over budget by 1.0 KiB (binding operator #0 RELU)", False)
     assert panel.verdict.isVisibleTo(panel) and "c62828" in panel.verdict.styleSheet()
-    panel.set_verdict("fits, headroom 1.00 KiB", True)
+    panel.set_verdict("fits, headroom 1.0 KiB", True)
     assert "1a7f37" in panel.verdict.styleSheet()
     panel.set_verdict("")
     assert not panel.verdict.isVisibleTo(panel)

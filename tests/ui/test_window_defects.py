@@ -128,3 +128,52 @@ def test_table_has_shape_and_dtype_columns(qtbot, window):
     row = m.row_of(u.tensor)
     assert m.index(row, COLUMNS.index("shape")).data() == "x".join(str(d) for d in t.shape)
     assert m.index(row, COLUMNS.index("dtype")).data() == t.dtype
+
+
+# --- item 6: rescale fixed sizes in the window --------------------------------------------------
+
+
+def test_resize_through_a_fixed_size_suggests_rescaling_and_the_checkbox_does_it(qtbot, window, dialogs_seen):
+    base = open_and_wait(qtbot, window, shared_model(SMALL))  # a fixed 4x4 pool, then a RESHAPE
+    panel = window.whatif
+    assert panel.rescale.text() == "Rescale fixed sizes (estimated)" and not panel.rescale.isChecked()
+    img = panel.input_editors()[0]
+    with qtbot.waitSignal(window.open_failed, timeout=60_000) as failed:
+        img.set_hw(256, 256)
+    assert "cannot take the new input shape" in failed.args[0]
+    assert 'tick "Rescale fixed sizes (estimated)"' in failed.args[0], failed.args[0]
+    assert dialogs_seen[-1][0] == "What-if not applied" and "Rescale fixed sizes" in dialogs_seen[-1][1]
+    img.set_hw(256, 256)  # the panel went back to 128x128: ask again, now with the checkbox
+    with qtbot.waitSignal(window.view_changed, timeout=60_000):
+        qtbot.mouseClick(panel.rescale, Qt.MouseButton.LeftButton)
+    qtbot.waitUntil(lambda: window.response.request.edits is not None
+                    and window.response.request.edits.rescale_fixed_sizes, timeout=60_000)
+    resp = window.response
+    assert resp.estimated and dict(resp.request.edits.input_shapes) == {0: (1, 256, 256, 3)}
+    assert resp.analysis.lower_bound_bytes > 3 * base.analysis.lower_bound_bytes
+    assert any("rescaled" in n for n in resp.notes)
+    assert "fixed sizes rescaled (estimated)" in window.chart.chart_data().title
+
+
+# --- item 11: one rounding in the window, the CLI and the compare line ---------------------------
+
+
+@pytest.mark.shared
+def test_window_cli_and_compare_line_round_bytes_the_same(qtbot, window, capsys):
+    from viewer.cli import main
+
+    model = shared_model("unet_256.tflite")  # lower bound 25,952,256 B = 24.75 MiB
+    resp = open_and_wait(qtbot, window, model)
+    lb = resp.analysis.lower_bound_bytes
+    assert lb == 25_952_256
+    assert main(["plan", str(model), "--planner", "litert"]) == 0
+    cli = capsys.readouterr().out
+    lb_line = next(line for line in cli.splitlines() if line.strip().startswith("lower bound"))
+    assert "24.8 MiB" in lb_line
+    assert "24.8 MiB (25,952,256 B)" in window.side.lower_label.text()
+    assert "lower bound 24.8 MiB" in window.chart.chart_data().title
+    with qtbot.waitSignal(window.view_changed, timeout=60_000):
+        window.whatif.dtype.setCurrentIndex(window.whatif.dtype.findData("float16"))
+    window.set_compare_visible(True)
+    assert "24.8 MiB →" in window.compare.delta_text(), window.compare.delta_text()
+    assert "24.75" not in window.compare.delta_text() + window.side.lower_label.text()

@@ -20,7 +20,7 @@ from viewer.errors import PlanCancelled, WhatIfError
 from viewer.model import dtypes
 from viewer.model.reader import load_model
 from viewer.model.types import FLAG_RESOURCE, Operator, Subgraph, Tensor
-from viewer.model.writer import write_reordered
+from viewer.export.model_copy import write_reordered
 from viewer.whatif import reorder as reorder_mod
 from viewer.whatif.reorder import (
     apply_order,

@@ -12,7 +12,7 @@ import os
 import sys
 
 from viewer import __version__
-from viewer.errors import ViewerError
+from viewer.errors import FIXED_SIZE_HINTS, ViewerError
 
 #: subcommand -> module under viewer.cli
 COMMANDS = {
@@ -22,8 +22,10 @@ COMMANDS = {
     "check": "check",
     "plan-csv": "plan_csv",
     "reorder": "reorder",
+    "offline-plan": "offline_plan",
     "overlay": "overlay",
     "compare": "compare",
+    "tile": "tile",
     "gui": "gui",
 }
 
@@ -108,7 +110,8 @@ def main(argv: list[str] | None = None) -> int:
         resolve_signature(args)
         return int(args.run(args) or 0)
     except ViewerError as e:
-        print(f"{PROG}: error: {e}", file=sys.stderr)
+        hint = FIXED_SIZE_HINTS["cli"] if getattr(e, "fixed_size", False) else ""
+        print(f"{PROG}: error: {e}{hint}", file=sys.stderr)
         return 2
     except BrokenPipeError:  # e.g. `arena-viewer plan --json M | head`
         try:

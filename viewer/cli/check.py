@@ -25,15 +25,16 @@ import sys
 import time
 
 from viewer.cli._common import add_model_args, known_planners_help
+from viewer.cli._tile_check import add_tile_arg, apply_tile
+from viewer.cli._tflm import add_runtime_arg, is_tflm, run_check as run_tflm_check
 from viewer.cli._edits import add_edit_args, edit_notes, edits_from_args
-from viewer.errors import UsageError, WhatIfError
+from viewer.errors import UsageError
 from viewer.model.reader import load_model
 from viewer.units import format_bytes, parse_size
-from viewer.whatif.budget import WEIGHTS_MODES, fixed_bytes, search_largest_square
-from viewer.whatif.edits import WhatIfEdits
-from viewer.whatif.footprint import footprint, signature_keys
+from viewer.whatif.budget import WEIGHTS_MODES, fixed_bytes
+from viewer.whatif.footprint import SOURCE_ESTIMATED, SOURCE_MEASURED, Term, footprint, signature_keys
 from viewer.whatif.verdict import (EXIT_CODES, VERDICT_CANNOT_TELL, VERDICT_DOES_NOT_FIT, VERDICT_FITS, batch_growth,
-                                   budget_terms, largest_batch, total_bytes, verdict)
+                                   BatchGrowth, budget_terms, largest_batch, total_bytes, verdict)
 
 #: Largest square side ``--find-resolution`` tries (pixels).
 MAX_SIDE = 4096
@@ -66,14 +67,19 @@ def add_parser(sub) -> None:
                    help="seconds before the LiteRT process is killed (default 120)")
     p.add_argument("--runtime-overhead", default="0", metavar="SIZE",
                    help="runtime overhead estimate added to the sum (default 0)")
-    p.add_argument("--weights", choices=WEIGHTS_MODES, default="copied",
-                   help="copied: weights count against the budget (default); mapped: file-backed "
-                        "page cache, reclaimable, shown but not counted")
+    p.add_argument("--weights", choices=WEIGHTS_MODES, default=None,
+                   help="copied: weights count against the budget (default for litert); mapped: "
+                        "file-backed page cache (or flash, the default for --runtime tflm), shown "
+                        "but not counted")
     p.add_argument("--find-resolution", action="store_true",
                    help="also search the largest square input resolution that fits (image models; "
-                        "every side 1..4096, step 1; combine with --rescale-fixed-sizes)")
+                        "every side 1..4096, step 1, by bisection on our estimate, the answer and "
+                        "the next side confirmed by LiteRT, at most 20 runtime probes; a model "
+                        "whose size is fixed names the operator; combine with --rescale-fixed-sizes)")
     p.add_argument("--json", action="store_true", help="print one JSON object instead of lines")
     add_edit_args(p)
+    add_runtime_arg(p)
+    add_tile_arg(p)
     p.set_defaults(run=run)
 
 
@@ -102,6 +108,9 @@ def _counted_label(fp) -> str:
 
 
 def run(args: argparse.Namespace) -> int:
+    if is_tflm(args):
+        return run_tflm_check(args)
+    args.weights = args.weights or "copied"
     limit = parse_size(args.budget)
     if limit <= 0:
         raise UsageError(f"--budget {args.budget}: a device budget must be more than 0 bytes")
@@ -115,10 +124,18 @@ def run(args: argparse.Namespace) -> int:
                    timeout=timeout, time_limit=time_limit)
     batch = edits.batch or 1 if edits is not None else 1
     terms = budget_terms(fp, runtime_bytes=runtime, weights_mode=args.weights)
+    tiled, _, counted, args._tile = apply_tile(args, fp.arena_bytes, fp.arena_term.method,
+                                               fp.arena_term.method)
+    if args._tile is not None:  # the tiled execution's peak replaces the arena term
+        src = SOURCE_MEASURED if "measured by LiteRT" in counted else SOURCE_ESTIMATED
+        terms[0] = Term("tensor arena", int(tiled), src, counted)
     used = total_bytes(terms)
     result = verdict(used, limit, fp.unknowns)
-    growth = batch_growth(model, args.subgraph, edits, fp, planner=args.planner,
-                          measure=args.measure, timeout=timeout, time_limit=time_limit)
+    if args._tile is not None:
+        growth = BatchGrowth(None, "not estimated for a tiled execution")
+    else:
+        growth = batch_growth(model, args.subgraph, edits, fp, planner=args.planner,
+                              measure=args.measure, timeout=timeout, time_limit=time_limit)
     best_batch = largest_batch(limit, used, batch, growth)
     if best_batch is None and growth.per_example_bytes is not None:
         growth = dataclasses.replace(growth, reason="the footprint does not grow with the batch")
@@ -154,44 +171,54 @@ class _Report:
 
 
 def _find_resolution(args, model, edits, limit, runtime, time_limit, timeout):
-    """(SquareSearch or None, reason when not searched)."""
+    """(ResolutionSearch or None, reason when not searched)."""
+    from viewer.whatif.resolution import find_largest_square
+
     if not _image_input(model, args.subgraph):
         return None, "not an image model (no rank-4 NHWC input), so no square resolution to search"
     avail = limit - fixed_bytes(model.weights_bytes, runtime, args.weights)
     t0 = time.monotonic()
-    base = edits if edits is not None else WhatIfEdits()
 
-    def total_at(side: int) -> int | None:
-        shapes = dict(base.input_shapes)
-        shapes[""] = (side, side)
-        e = dataclasses.replace(base, input_shapes=shapes)
-        try:
-            fp = footprint(model, args.subgraph, e, planner=args.planner, measure=args.measure,
-                           timeout=timeout, time_limit=time_limit)
-        except WhatIfError:
-            return None
+    def total(fp) -> int:
         return _counted_arena(fp, args.planner) + fp.persistent_bytes + fp.other_subgraphs_bytes
 
-    def progress(side: int, total: int | None, ok: bool | None) -> None:
+    def progress(kind: str, side: int, nbytes: int | None) -> None:
         if time.monotonic() - t0 < PROGRESS_AFTER_S:
             return
-        what = ("the model does not take it" if total is None else
-                f"{format_bytes(total)}, {'fits' if ok else 'does not fit'}")
-        print(f"find-resolution: {side}x{side}: {what}", file=sys.stderr, flush=True)
+        what = ("the model does not take it" if nbytes is None else
+                f"{format_bytes(nbytes)}, {'fits' if nbytes <= avail else 'does not fit'}")
+        print(f"find-resolution: {side}x{side} ({kind}): {what}", file=sys.stderr, flush=True)
 
-    return search_largest_square(total_at, avail, max_side=MAX_SIDE, progress=progress), ""
+    found = find_largest_square(model, args.subgraph, edits, avail, total=total,
+                                planner=args.planner, measure=args.measure, timeout=timeout,
+                                time_limit=time_limit, max_side=MAX_SIDE, progress=progress)
+    return found, ""
 
 
 def _resolution_lines(found) -> list[str]:
     search, reason = found
     if search is None:
         return [f"largest square input that fits: {reason}"]
+    if search.fixed_by:
+        s = search.side
+        head = ("largest square input that fits: "
+                + (f"{s}x{s}, the only size the model takes ({_b(search.total_bytes)})" if s else
+                   "none: the model takes only its stored size, which does not fit"))
+        return [head, f"  fixed by: {search.fixed_by}", f"  ({search.note}; {_probes(search)})"]
     if search.side:
         head = (f"largest square input that fits: {search.side}x{search.side} "
-                f"({_b(search.total_bytes)}: arena + persistent + other subgraphs)")
+                f"({_b(search.total_bytes)}: arena + persistent + other subgraphs"
+                + ("" if search.confirmed else "; NOT confirmed by the runtime") + ")")
     else:
         head = "largest square input that fits: none (no resolution the model takes fits)"
-    return [head, f"  ({search.note})"]
+    return [head, f"  ({search.note}; {_probes(search)})"]
+
+
+def _probes(search) -> str:
+    err = search.estimate_error
+    return (f"{search.runtime_probes} runtime probe{'s' if search.runtime_probes != 1 else ''}, "
+            f"{search.estimates} estimates"
+            + (f", estimate within {err:.1%} of the runtime where both ran" if err is not None else ""))
 
 
 def _edits_of(args):
@@ -217,11 +244,12 @@ def _term_line(t, batch: int, first: bool) -> str:
 
 def _print_lines(args, model, fp, rep, found) -> None:
     out = print
+    tiled = getattr(args, "_tile", None)
     sigs = signature_keys(model, args.subgraph)
     where = f"subgraph {args.subgraph}" + (f" (signature {', '.join(sigs)})" if sigs else "")
     out(f"{model.path} {where}: {_VERDICT_TEXT[rep.verdict]} in {_b(rep.limit)} "
         f"with planner {fp.planner}")
-    out(f"  counted: {_counted_label(fp)}")
+    out(f"  counted: {rep.terms[0].source}: {rep.terms[0].method}")
     for u in fp.unknowns:
         out(f"  unknown: {u}")
     notes = edit_notes(model, args.subgraph, _edits_of(args)) + list(fp.notes)
@@ -233,7 +261,7 @@ def _print_lines(args, model, fp, rep, found) -> None:
         if k > 0 and not t.bytes and t.name.startswith(("persistent", "runtime")) and t.source != "given":
             continue
         out(f"  {_term_line(t, rep.batch, k == 0)}")
-        if k == 0 and fp.temporaries_count and fp.temporaries_included:
+        if k == 0 and fp.temporaries_count and fp.temporaries_included and tiled is None:
             n, big = fp.temporaries_count, fp.largest_temporary
             out(f"    kernel temporaries: {n} tensor{'s' if n != 1 else ''}, "
                 f"{_b(fp.temporaries_bytes)} in all (they share the arena over time)"
@@ -247,9 +275,11 @@ def _print_lines(args, model, fp, rep, found) -> None:
     out(f"  largest batch: {lb_text} ({g.reason})")
     w = fp.analysis.widest_op
     if w >= 0:
-        out(f"  binding (widest) operator: {w} {fp.analysis.op_name(w)}")
+        if tiled is None:  # the untiled widest operator does not bind the tiled execution
+            out(f"  binding (widest) operator: {w} {fp.analysis.op_name(w)}")
         what = "kernel temporaries included" if fp.temporaries_included else "model tensors only"
-        out(f"  lower bound (widest operator's breadth, {what}): {_b(fp.analysis.lower_bound_bytes)}")
+        out(f"  {'' if tiled is None else 'untiled '}lower bound (widest operator's breadth, {what}): "
+            f"{_b(fp.analysis.lower_bound_bytes)}")
     if found is not None:
         for line in _resolution_lines(found):
             out(f"  {line}")
@@ -270,9 +300,9 @@ def _print_json(args, model, fp, rep, found) -> None:
                    "counted": t.counted} for t in rep.terms],
         "limit_bytes": rep.limit,
         "measured": fp.measured,
-        "counted_arena": _counted_label(fp),
-        "arena_bytes": fp.arena_bytes,
-        "arena_source": fp.arena_term.source,
+        "counted_arena": f"{rep.terms[0].source}: {rep.terms[0].method}",
+        "arena_bytes": rep.terms[0].bytes,
+        "arena_source": rep.terms[0].source,
         "temporaries_included": fp.temporaries_included,
         "planned_tensor_arena_bytes": fp.planned_tensor_arena_bytes,
         "measured_arena_bytes": fp.measured_arena_bytes,
@@ -297,12 +327,17 @@ def _print_json(args, model, fp, rep, found) -> None:
         "widest_op": fp.analysis.widest_op,
         "notes": edit_notes(model, args.subgraph, _edits_of(args)) + list(fp.notes),
     }
+    if getattr(args, "_tile", None) is not None:
+        report["tile"] = args._tile
     if found is not None:
         search, reason = found
         report["find_resolution"] = (
             {"side": None, "reason": reason} if search is None else
             {"side": search.side or None, "total_bytes": search.total_bytes,
-             "monotone": search.monotone, "note": search.note}
+             "confirmed": search.confirmed, "neighbour": search.neighbour,
+             "neighbour_bytes": search.neighbour_bytes, "fixed_by": search.fixed_by or None,
+             "runtime_probes": search.runtime_probes, "estimates": search.estimates,
+             "estimate_error": search.estimate_error, "note": search.note}
         )
     json.dump(report, sys.stdout, indent=1)
     sys.stdout.write("\n")

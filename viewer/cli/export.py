@@ -6,6 +6,7 @@ import argparse
 import os
 import sys
 
+from viewer.cli._tflm import add_runtime_arg, is_tflm
 from viewer.cli._common import add_edit_args, add_model_args, edits_from_args, known_planners_help
 from viewer.errors import UsageError
 from viewer.units import format_bytes
@@ -17,11 +18,14 @@ def add_parser(sub) -> None:
         help="write the packing chart of a plan as a PNG or SVG (no display needed)",
         description="Read MODEL, plan its tensor arena and write the packing chart (usage intervals "
         "x arena offsets, widest operator, lower bound, breadth curve) to a PNG or SVG file, "
-        "chosen by the output's suffix. An existing output file is overwritten.",
+        "chosen by the output's suffix. The file is written atomically; an existing file is "
+        "replaced only with --force.",
     )
     add_model_args(p)
     p.add_argument("-o", "--output", required=True, metavar="FILE",
                    help="output image: *.png or *.svg")
+    p.add_argument("--force", action="store_true",
+                   help="replace the output file when it exists (without it, an existing file is refused)")
     p.add_argument("--planner", default=None, metavar="NAME",
                    help="plan to draw (default: the smallest of every non-exact planner). "
                         f"Known: {known_planners_help()}")
@@ -35,6 +39,7 @@ def add_parser(sub) -> None:
                    help="draw the baseline (the model as stored) and the what-if edits side by "
                         "side on one y scale, with the delta; needs at least one edit flag")
     add_edit_args(p)
+    add_runtime_arg(p)
     p.set_defaults(run=run)
 
 
@@ -51,25 +56,32 @@ def run(args: argparse.Namespace) -> int:
     check_output(out, args.width, args.height)  # before the model is read and planned
     from viewer.export.paths import check_output_path
 
-    check_output_path(out, args.model, what="chart")  # never replace the model by a chart
+    check_output_path(out, args.model, what="chart", force=args.force)  # never the model; FIFO refused at once
     edits = edits_from_args(args)
     if args.compare:
         return _run_compare(args, out, edits)
-    prep = prepare(args.model, args.subgraph, edits)
-    problem = prep.analysis.problem()
-    names = None if args.planner is None else [args.planner]
-    plans = run_planners(problem, names, time_limit=args.time_limit)
-    chosen = args.planner if args.planner is not None else best_plan_name(plans)
-    plan = plans[chosen]
+    if is_tflm(args):
+        from viewer.cli._tflm import export_plan
+
+        analysis, plan, notes = export_plan(args)
+        name_suffix = " (TFLite Micro)"
+    else:
+        prep = prepare(args.model, args.subgraph, edits)
+        problem = prep.analysis.problem()
+        names = None if args.planner is None else [args.planner]
+        plans = run_planners(problem, names, time_limit=args.time_limit)
+        chosen = args.planner if args.planner is not None else best_plan_name(plans)
+        plan = plans[chosen]
+        analysis, notes, name_suffix = prep.analysis, prep.notes, ""
     from viewer.export.chart_data import titled_model_name
 
-    name = titled_model_name(os.path.basename(args.model), edits)  # same title as the window
-    export_chart(prep.analysis, plan, out, width=args.width, height=args.height,
-                 model_name=name, subgraph=args.subgraph, color_by=args.color_by)
-    for note in prep.notes:
+    name = titled_model_name(os.path.basename(args.model), edits) + name_suffix  # same title as the window
+    export_chart(analysis, plan, out, width=args.width, height=args.height,
+                 model_name=name, subgraph=args.subgraph, color_by=args.color_by, force=args.force)
+    for note in notes:
         print(f"note: {note}", file=sys.stderr)
-    print(f"{out}: {plan.planner} plan, arena {format_bytes(plan.arena_bytes, 2)} "
-          f"({plan.arena_bytes:,d} B), lower bound {format_bytes(prep.analysis.lower_bound_bytes, 2)}, "
+    print(f"{out}: {plan.planner} plan, arena {format_bytes(plan.arena_bytes)} "
+          f"({plan.arena_bytes:,d} B), lower bound {format_bytes(analysis.lower_bound_bytes)}, "
           f"{args.width}x{args.height}")
     return 0
 
@@ -96,12 +108,12 @@ def _run_compare(args: argparse.Namespace, out: str, edits) -> int:
     export_compare((base.analysis, bp, f"baseline: {name}"),
                    (edited.analysis, ep, f"what-if: {edits_label(edits)}"), out,
                    width=args.width, height=args.height, color_by=args.color_by,
-                   subgraph=args.subgraph)
+                   subgraph=args.subgraph, force=args.force)
     for note in edited.notes:
         print(f"note: {note}", file=sys.stderr)
-    print(f"{out}: {chosen} plans, arena {format_bytes(bp.arena_bytes, 2)} -> "
-          f"{format_bytes(ep.arena_bytes, 2)}, lower bound "
-          f"{format_bytes(base.analysis.lower_bound_bytes, 2)} -> "
-          f"{format_bytes(edited.analysis.lower_bound_bytes, 2)}, {args.width}x{args.height}")
+    print(f"{out}: {chosen} plans, arena {format_bytes(bp.arena_bytes)} -> "
+          f"{format_bytes(ep.arena_bytes)}, lower bound "
+          f"{format_bytes(base.analysis.lower_bound_bytes)} -> "
+          f"{format_bytes(edited.analysis.lower_bound_bytes)}, {args.width}x{args.height}")
     return 0
 

@@ -13,6 +13,8 @@ import json
 import math
 import sys
 
+from viewer.cli import _cgroup
+from viewer.cli._tflm import add_runtime_arg, is_tflm, run_measure as run_tflm_measure
 from viewer.errors import UsageError
 from viewer.units import format_bytes
 
@@ -35,6 +37,8 @@ def add_parser(sub) -> None:
                    help="seconds before a runtime process is killed (default 120)")
     p.add_argument("--no-xnnpack", action="store_true", help="skip the run with XNNPACK")
     p.add_argument("--json", action="store_true", help="print one JSON object instead of a table")
+    add_runtime_arg(p)
+    _cgroup.add_args(p)
     p.set_defaults(run=run)
 
 
@@ -45,6 +49,10 @@ def run(args: argparse.Namespace) -> int:
         raise UsageError(f"--runs {args.runs}: need at least 1 invocation")
     if not (math.isfinite(args.timeout) and args.timeout > 0):
         raise UsageError(f"--timeout {args.timeout:g}: need a positive, finite number of seconds")
+    if is_tflm(args):
+        return run_tflm_measure(args)
+    if args.cgroup:
+        return _cgroup.run(args)
     report = measure_report(args.model, args.runs, args.timeout, xnnpack=not args.no_xnnpack)
     if args.json:
         json.dump(report, sys.stdout, indent=1)

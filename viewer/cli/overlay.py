@@ -8,7 +8,6 @@ subgraph).
 from __future__ import annotations
 
 import argparse
-import os
 import sys
 
 from viewer.cli._common import add_edit_args, add_model_args, edits_from_args
@@ -68,9 +67,7 @@ def run(args: argparse.Namespace) -> int:
     out = str(args.output)
     if not out.lower().endswith(".json"):
         raise UsageError(f"{out}: the overlay is a JSON file; name it *.json")
-    check_output_path(out, args.model, what="overlay")
-    if os.path.exists(out) and not args.force:
-        raise UsageError(f"{out} exists; use --force to replace it")
+    check_output_path(out, args.model, what="overlay", force=args.force)
     edits = edits_from_args(args)
     model = load_model(args.model)
     if not 0 <= args.subgraph < len(model.subgraphs):
@@ -89,7 +86,9 @@ def run(args: argparse.Namespace) -> int:
                 doc[s.graph_id]["name"] += " - kernel temporaries not included"
     else:
         doc = netron_attachment(subs[0], label)
-    _write(out, dumps(doc))
+    from viewer.export.paths import write_atomic
+
+    write_atomic(out, dumps(doc), args.model, what="overlay", force=args.force)
     for note in notes:
         print(f"note: {note}", file=sys.stderr)
     entry = next(s for s in subs if s.index == args.subgraph)
@@ -100,23 +99,3 @@ def run(args: argparse.Namespace) -> int:
     print(f"{out}: {args.format} overlay of {len(subs)} subgraph(s), "
           f"{sum(len(s.op_names) for s in subs)} operators; {widest}{what}")
     return 0
-
-
-def _write(path: str, text: str) -> None:
-    """Write ``text`` to ``path`` through a temporary file in the same folder, then rename."""
-    import tempfile
-
-    folder = os.path.dirname(os.path.abspath(path))
-    fd, tmp = tempfile.mkstemp(prefix=".arena-viewer-", suffix=".json", dir=folder)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as f:
-            f.write(text)
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        try:
-            os.unlink(tmp)
-        except OSError:
-            pass
-        raise

@@ -6,6 +6,7 @@ import argparse
 import json
 import sys
 
+from viewer.cli._tflm import add_runtime_arg, is_tflm, run_plan as run_tflm_plan
 from viewer.cli._common import add_edit_args, add_model_args, edits_from_args, known_planners_help, planner_choice
 from viewer.analysis.types import KIND_TEMPORARY
 from viewer.errors import UsageError, ViewerError
@@ -33,6 +34,8 @@ def add_parser(sub) -> None:
     p.add_argument("--export-csv", metavar="FILE",
                    help="also write the problem as minimalloc CSV (id,lower,upper,size[,offset]); "
                         "offsets of the chosen/best plan are included")
+    p.add_argument("--force", action="store_true",
+                   help="replace the --export-csv file when it exists (without it, it is refused)")
     p.add_argument("--top", type=_top, default=10, metavar="K", help="rows of the widest operator's profile (default 10)")
     p.add_argument("--measure", action="store_true",
                    help="also run LiteRT (subprocess) and plan with its kernel temporaries (im2col, "
@@ -40,6 +43,7 @@ def add_parser(sub) -> None:
     p.add_argument("--timeout", type=float, default=60.0, metavar="S",
                    help="seconds for the runtime subprocess with --measure (default 60)")
     add_edit_args(p)
+    add_runtime_arg(p)
     p.set_defaults(run=run)
 
 
@@ -57,7 +61,9 @@ def run(args: argparse.Namespace) -> int:
     if args.time_limit is not None and not (args.time_limit > 0 and args.time_limit < float("inf")):
         raise UsageError(f"--time-limit must be a positive number of seconds, got {args.time_limit}")
     if args.export_csv:
-        check_output_path(args.export_csv, args.model, what="CSV problem")
+        check_output_path(args.export_csv, args.model, what="CSV problem", force=args.force)
+    if is_tflm(args):
+        return run_tflm_plan(args)
     edits = edits_from_args(args)
     prep = prepare(args.model, args.subgraph, edits)
     notes = list(prep.notes)
@@ -74,9 +80,10 @@ def run(args: argparse.Namespace) -> int:
     if measured is not None:
         plans["litert_measured"] = measured
     if args.export_csv:
-        from viewer.planning.csv_io import write_problem_csv
+        from viewer.export.problem_csv import write_problem_csv
 
-        write_problem_csv(problem, args.export_csv, plan=plans.get(best) if best else None)
+        write_problem_csv(problem, args.export_csv, plans.get(best) if best else None, None,
+                          args.model, force=args.force)
     fp_notes, extra = _beyond_the_arena(prep.model, args.subgraph, a, plans, best)
     notes.extend(fp_notes)
     if not args.measure:

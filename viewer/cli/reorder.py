@@ -4,13 +4,13 @@ from __future__ import annotations
 
 import argparse
 import math
-import os
 import sys
 from pathlib import Path
 
 from viewer.errors import UsageError
 from viewer.model.reader import load_model
-from viewer.model.writer import write_reordered
+from viewer.export.model_copy import write_reordered
+from viewer.export.paths import check_output_path
 from viewer.units import format_bytes
 from viewer.whatif.reorder import apply_order, reorder
 
@@ -31,6 +31,8 @@ def add_parser(sub) -> None:
     p.add_argument("model", metavar="MODEL", help="a .tflite model file")
     p.add_argument("-o", "--output", required=True, metavar="OUT",
                    help="where to write the reordered .tflite (never the input file)")
+    p.add_argument("--force", action="store_true",
+                   help="replace OUT when it exists (without it, an existing file is refused)")
     p.add_argument("--subgraph", type=int, default=0, metavar="N", help="subgraph index (default 0)")
     p.add_argument("--time-limit", type=float, default=10.0, metavar="S",
                    help="seconds for the search, > 0 (default 10); the best order found by then is used")
@@ -42,15 +44,13 @@ def run(args: argparse.Namespace) -> int:
     if args.time_limit is None or not (math.isfinite(args.time_limit) and args.time_limit > 0):
         raise UsageError(f"--time-limit {args.time_limit:g}: need a positive, finite number of seconds "
                          "(e.g. 10, the default; 0.1 for a quick look)")
-    if dst.is_dir():
-        raise UsageError(f"{dst}: is a directory; -o needs a file name")
-    if dst.exists() and src.exists() and os.path.samefile(src, dst):
-        raise UsageError(f"{dst}: refusing to overwrite the input model; choose another output file")
+    # Before the search: never the input, no FIFO/device, no existing file without --force.
+    check_output_path(dst, src, what="reordered model", force=args.force)
     model = load_model(src)
     sg = model.subgraph(args.subgraph)
     res = reorder(sg, time_limit=args.time_limit)
     apply_order(sg, res.order)  # checks the order once more before anything is written
-    written = write_reordered(src, dst, args.subgraph, res.order)
+    written = write_reordered(src, dst, args.subgraph, res.order, force=args.force)
 
     out = sys.stdout.write
     out(f"{src}  subgraph {sg.index}  ({len(sg.operators)} operators)\n")

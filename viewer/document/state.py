@@ -29,6 +29,7 @@ from viewer.document.work import (
     compute_reorder,
     optimal_summary,
 )
+from viewer.planning.types import DEFAULT_ALIGNMENT
 from viewer.whatif.edits import WhatIfEdits, edits_label
 
 #: Runtime targets a document can be planned and measured for.
@@ -49,13 +50,14 @@ EVENTS = {
     "status": "(text): one line for the status bar",
     "failed": "(kind, message): work failed (message is one line)",
     "cancelled": "(kind): the work was cancelled; the view is unchanged",
+    "other_changed": "(response or None): the second model the compare view shows opened or closed",
 }
 
 #: What the status bar says while work of each kind runs ("Opening x.tflite…").
 VERBS = {"open": "Opening", "subgraph": "Analysing subgraph of",
          "what-if": "Confirming what-if with the runtime for",
          "what-if-estimate": "Estimating what-if for", "optimize": "Optimizing the arena of",
-         "reorder": "Reordering operators of"}
+         "reorder": "Reordering operators of", "other-model": "Opening for comparison"}
 
 
 class Callbacks:
@@ -119,6 +121,7 @@ class Document:
         self._panel_edits = WhatIfEdits()  # the edit controls' part (shapes, batch, dtype)
         self._tensor_dtypes: dict[int, str] = {}  # per-tensor storage what-ifs
         self._pending: str | None = None  # kind of the work running
+        self._other: AnalysisResponse | None = None  # a second model, compared side by side
         self._last_kind = "open"
 
     # --- state ------------------------------------------------------------------------------
@@ -188,6 +191,11 @@ class Document:
         return self._full is not None and self._full.has_temporaries
 
     @property
+    def other(self) -> AnalysisResponse | None:
+        """The second model the compare view shows beside this one (None: the baseline)."""
+        return self._other
+
+    @property
     def is_reordered(self) -> bool:
         return self._full is not None and self._full.reorder is not None
 
@@ -200,12 +208,30 @@ class Document:
 
     def _request(self, edits: WhatIfEdits | None, subgraph: int | None = None, **kw) -> AnalysisRequest:
         r = self._full.request
+        kw.setdefault("runtime", self.runtime)
+        if self.runtime == "tflm":
+            kw.setdefault("alignment", 16)
         return AnalysisRequest(r.path, r.subgraph if subgraph is None else subgraph, self._full.model,
                                edits, measure=self.measure, **kw)
 
     def open(self, path: str, *, model=None, subgraph: int = 0) -> None:
         """Read, analyse and plan ``path`` (work ``"open"``); what was shown stays until then."""
-        self._submit(AnalysisRequest(str(path), subgraph, model, None, measure=self.measure), "open")
+        self._submit(AnalysisRequest(str(path), subgraph, model, None, measure=self.measure,
+                                     runtime=self.runtime,
+                                     alignment=16 if self.runtime == "tflm" else DEFAULT_ALIGNMENT), "open")
+
+    def set_runtime(self, runtime: str) -> None:
+        """Switch the runtime target (``"litert"`` or ``"tflm"``) and re-analyse the open model.
+
+        TFLM plans the whole model from subgraph 0, so the tflm target always shows subgraph 0.
+        """
+        if runtime not in ("litert", "tflm"):
+            raise ValueError(f"unknown runtime {runtime!r}")
+        if runtime == self.runtime:
+            return
+        self.runtime = runtime
+        if self._full is not None:
+            self._submit(self._request(self._edits, subgraph=0 if runtime == "tflm" else None), "open")
 
     def select_subgraph(self, index: int) -> None:
         """Analyse subgraph ``index`` of the open model (work ``"subgraph"``)."""
@@ -278,6 +304,20 @@ class Document:
 
     # --- responses --------------------------------------------------------------------------
 
+    def open_other(self, path: str, subgraph: int = 0) -> None:
+        """Read, analyse and plan a second model (work ``"other-model"``) to compare this one
+        with, on one y scale, under the same runtime and measurement; ``other_changed`` then."""
+        self._submit(AnalysisRequest(str(path), subgraph, None, None, measure=self.measure,
+                                     runtime=self.runtime,
+                                     alignment=16 if self.runtime == "tflm" else DEFAULT_ALIGNMENT),
+                     "other-model")
+
+    def close_other(self) -> None:
+        """Compare with the baseline again (``other_changed(None)``)."""
+        if self._other is not None:
+            self._other = None
+            self.events.emit("other_changed", None)
+
     def receive(self, resp) -> None:
         """Show ``resp`` (an :class:`AnalysisResponse` or :class:`OptimizeResponse`).
 
@@ -287,7 +327,12 @@ class Document:
         kind, self._pending = self._pending, None
         saved = dict(vars(self))
         try:
-            if isinstance(resp, OptimizeResponse):
+            if kind == "other-model" and isinstance(resp, AnalysisResponse):
+                self._other = resp
+                self.events.emit("status", f"Comparing with {os.path.basename(resp.model.path)}: "
+                                 f"lower bound {resp.analysis.lower_bound_bytes:,} bytes")
+                self.events.emit("other_changed", resp)
+            elif isinstance(resp, OptimizeResponse):
                 self._show_optimal(resp)
             else:
                 self._show(resp)
@@ -444,6 +489,8 @@ class Document:
             with kernel temporaries or both without; or a one-line message.
         """
         resp, base = self.response, self._baseline
+        if resp is not None and self._other is not None:
+            return self._model_sides(resp, self._other)
         if resp is None or base is None:
             return "Open a model: the compare view shows its baseline beside the what-if."
         # A storage-dtype what-if is planned without the runtime, so it has no temporaries.
@@ -460,6 +507,23 @@ class Document:
         label = (f"what-if: {what}" if what
                  else ("reordered" if resp.reorder is not None else f"shown: {name}"))
         return (base.analysis, left, f"baseline: {name}"), (resp.analysis, right, label), note
+
+    def _model_sides(self, resp: AnalysisResponse, other: AnalysisResponse):
+        """This model (as shown) beside the other one: both with kernel temporaries or both
+        without, each under its smallest plan unless both have the shown planner."""
+        full = self._full
+        with_t = self._with_temporaries and full.has_temporaries and other.has_temporaries
+        which = "neither was" if not (full.has_temporaries or other.has_temporaries) else "one was not"
+        note = "" if with_t else f"both without kernel temporaries ({which} measured)"
+        mine, theirs = full.showing(with_t), other.showing(with_t)
+        same = self._planner if self._planner in mine.plans and self._planner in theirs.plans else None
+        left, right = mine.plans.get(same or mine.best), theirs.plans.get(same or theirs.best)
+        if left is None or right is None:
+            return "No plan to compare."
+        name = os.path.basename(resp.model.path)
+        what = edits_label(resp.request.edits)
+        return ((mine.analysis, left, f"{name}" + (f" — what-if: {what}" if what else "")),
+                (theirs.analysis, right, f"other: {os.path.basename(other.model.path)}"), note)
 
     def edits_report(self) -> dict | None:
         """The shown edits as the JSON report's ``edits`` object, or None when unedited."""

@@ -99,6 +99,7 @@ class AnalysisRequest:
     measure: bool = True
     serial: int = 0
     shape_source: str = "auto"
+    runtime: str = "litert"  # "tflm": TFLite Micro's rules and planners (viewer.document.tflm_work)
 
 
 #: One analysis and its plans: ``(Analysis, {planner name: Plan}, best planner name or None)``.
@@ -264,6 +265,10 @@ def compute(
         model = load_model(request.path)
     model.subgraph(request.subgraph)  # SubgraphError before any slow work
     check()
+    if request.runtime == "tflm":
+        from viewer.document.tflm_work import compute_tflm
+
+        return compute_tflm(request, model, report, is_cancelled, t0)
 
     probe = None
     measure_note = ""
@@ -285,6 +290,11 @@ def compute(
             if request.measure:
                 measure_note = ("not measured: the runtime cannot store tensors in another dtype; "
                                 "the what-if is planned only")
+        elif edits.rescale_fixed_sizes:
+            can_measure = False
+            if request.measure:
+                measure_note = ("not measured: fixed sizes rescaled (estimated); the model as stored "
+                                "cannot take the resize in the runtime")
         else:  # resized inputs: the runtime itself can be measured at the new shapes
             sg_edited = prepared.analysis.subgraph
             input_shapes = {

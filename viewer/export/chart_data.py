@@ -198,8 +198,8 @@ class ChartData:
 
 def _title(model_name: str, subgraph: int, planner: str, arena: int, lower: int) -> str:
     return (
-        f"{model_name} — subgraph {subgraph} — {planner}: arena {format_bytes(arena, 2)}, "
-        f"lower bound {format_bytes(lower, 2)}"
+        f"{model_name} — subgraph {subgraph} — {planner}: arena {format_bytes(arena)}, "
+        f"lower bound {format_bytes(lower)}"
     )
 
 
@@ -254,20 +254,15 @@ def build_chart_data(
         )
     n = len(usages)
     kind_index = {k: i for i, k in enumerate(KINDS)}
-    tensor = np.fromiter((u.tensor for u in usages), np.int64, n)
-    x0 = np.fromiter((u.first_op for u in usages), np.int64, n)
-    x1 = np.fromiter((u.last_op + 1 for u in usages), np.int64, n)
-    y0 = np.fromiter((offsets[u.tensor] for u in usages), np.int64, n)
-    y1 = y0 + np.fromiter((u.nbytes for u in usages), np.int64, n)
-    kind = np.fromiter((kind_index.get(u.kind, 0) for u in usages), np.int8, n)
-    producer = np.fromiter((-1 if u.producer is None else u.producer for u in usages), np.int64, n)
-    temp_ops = analysis.temporaries_ops or {}
-    producer_op = np.empty(n, dtype=object)
-    for i, u in enumerate(usages):
-        if u.producer is not None and u.producer >= 0:
-            producer_op[i] = analysis.op_name(u.producer)
-        else:
-            producer_op[i] = temp_ops.get(u.tensor, "-")
+    # One pass over the usages (a Python loop per column costs as much as the paint).
+    cols = np.array([(u.tensor, u.first_op, u.last_op + 1, offsets[u.tensor], u.nbytes,
+                      kind_index.get(u.kind, 0), -1 if u.producer is None else u.producer)
+                     for u in usages], dtype=np.int64).reshape(n, 7)
+    tensor, x0, x1, y0 = (np.ascontiguousarray(cols[:, i]) for i in range(4))
+    y1 = y0 + cols[:, 4]
+    kind = cols[:, 5].astype(np.int8)
+    producer = np.ascontiguousarray(cols[:, 6])
+    producer_op, names = _names(analysis, tensor, producer)
 
     if color_by == "kind":
         palette = tuple(KIND_COLORS[k] for k in KINDS)
@@ -294,8 +289,25 @@ def build_chart_data(
         widest_op=widest, widest_op_name=analysis.op_name(widest) if widest >= 0 else "-",
         num_ops=analysis.num_ops, model_name=model_name, subgraph=sg, planner=plan.planner,
         title=_title(model_name, sg, plan.planner, int(plan.arena_bytes), lower),
-        names=np.array([analysis.tensor_name(u.tensor) for u in usages], dtype=object),
+        names=names,
     )
+
+
+def _names(analysis: Analysis, tensor: np.ndarray, producer: np.ndarray):
+    """(producer op type, tensor name) per row, object arrays of shape (n,): the model's own
+    tensors and operators by array lookups, only the runtime's temporaries one by one."""
+    sg = analysis.subgraph
+    op_types = np.array([op.op_name for op in sg.operators] + ["-"], dtype=object)
+    producer_op = op_types[np.where((producer >= 0) & (producer < len(sg.operators)), producer, -1)]
+    temp_ops = analysis.temporaries_ops or {}
+    for i in np.flatnonzero(producer < 0):
+        producer_op[i] = temp_ops.get(int(tensor[i]), "-")
+    own = np.array([t.name for t in sg.tensors] + [""], dtype=object)
+    inside = (tensor >= 0) & (tensor < len(sg.tensors))
+    names = own[np.where(inside, tensor, -1)]
+    for i in np.flatnonzero(~inside):
+        names[i] = analysis.tensor_name(int(tensor[i]))
+    return producer_op, names
 
 
 def _op_colors(producer_op: np.ndarray, nbytes: np.ndarray):
@@ -342,7 +354,7 @@ def _delta(before: int, after: int) -> str:
     d = after - before
     sign = "+" if d > 0 else ("-" if d < 0 else "±")
     pct = f", {100.0 * d / before:+.1f}%" if before > 0 and d else ""
-    return f"{format_bytes(before, 2)} → {format_bytes(after, 2)} ({sign}{format_bytes(abs(d), 2)}{pct})"
+    return f"{format_bytes(before)} → {format_bytes(after)} ({sign}{format_bytes(abs(d))}{pct})"
 
 
 def compare_text(left: ChartData, right: ChartData) -> str:
@@ -378,11 +390,12 @@ def temporaries_text(data: ChartData, limit: int = 4) -> str:
     rows = np.flatnonzero(data.kind == KINDS.index(KIND_TEMPORARY))
     if not len(rows):
         return ""
-    rows = sorted(rows.tolist(), key=lambda r: (-int(data.nbytes[r]), int(data.tensor[r])))
+    nbytes = data.nbytes  # one array, not one per row
+    rows = rows[np.lexsort((data.tensor[rows], -nbytes[rows]))].tolist()
     parts = []
     for r in rows[:limit]:
         name = str(data.names[r]) if data.names is not None else f"temporary {int(data.tensor[r])}"
-        parts.append(f"{name} {format_bytes(int(data.nbytes[r]), 2)} at operator {int(data.x0[r])}")
+        parts.append(f"{name} {format_bytes(int(nbytes[r]))} at operator {int(data.x0[r])}")
     head = (f"kernel temporaries (largest {min(limit, len(rows))} of {len(rows)})"
             if len(rows) > limit else "kernel temporaries")
     return f"{head}: " + "; ".join(parts)

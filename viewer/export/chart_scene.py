@@ -388,7 +388,7 @@ def _style_axis(axis: pg.AxisItem, label: str) -> None:
 def _gap_text(data: ChartData) -> str:
     gap = data.arena_bytes - data.lower_bound
     pct = 100.0 * gap / max(data.lower_bound, 1)
-    return f"{format_bytes(gap, 2)} ({pct:.2f}%)" if pct < 0.1 else f"{format_bytes(gap, 1)} ({pct:.1f}%)"
+    return f"{format_bytes(gap)} ({pct:.2f}%)" if pct < 0.1 else f"{format_bytes(gap)} ({pct:.1f}%)"
 
 
 class TitleItem(pg.GraphicsWidget):
@@ -637,7 +637,7 @@ def build_chart(data: ChartData, layout: pg.GraphicsLayout, *, legend_cols: int 
         packing.addItem(edge)
         band_edges.append(edge)
     band_text = (
-        f"widest operator #{w} {data.widest_op_name}: breadth {format_bytes(data.lower_bound, 2)}"
+        f"widest operator #{w} {data.widest_op_name}: breadth {format_bytes(data.lower_bound)}"
         if w >= 0 else "no operators: the tensor arena is empty"
     )
     # Keep the annotation inside the plot: left-aligned near the start, right-aligned near the end.
@@ -663,7 +663,7 @@ def build_chart(data: ChartData, layout: pg.GraphicsLayout, *, legend_cols: int 
     lb_line = pg.InfiniteLine(
         pos=data.lower_bound / ys, angle=0, movable=False,
         pen=_pen(THEME["lower_bound"], 1.5, QtCore.Qt.PenStyle.DashLine),
-        label=f"lower bound {format_bytes(data.lower_bound, 2)}",
+        label=f"lower bound {format_bytes(data.lower_bound)}",
         # Under the line, on the side away from the widest operator (which touches the line);
         # the arena's label sits right-aligned above its own line.
         labelOpts={"position": lb_pos, "color": THEME["lower_bound"], "anchors": [lb_anchor] * 2,
@@ -671,7 +671,7 @@ def build_chart(data: ChartData, layout: pg.GraphicsLayout, *, legend_cols: int 
     )
     arena_line = pg.InfiniteLine(
         pos=data.arena_bytes / ys, angle=0, movable=False, pen=_pen(THEME["arena"], 1.5),
-        label=f"arena {format_bytes(data.arena_bytes, 2)} ({data.planner})"
+        label=f"arena {format_bytes(data.arena_bytes)} ({data.planner})"
         + (" = lower bound" if same else f": +{_gap_text(data)} over the lower bound"),
         labelOpts={"position": 0.98, "color": THEME["arena"], "anchors": [(1, 1), (1, 1)],
                    "fill": pg.mkBrush(255, 255, 255, 210)},
@@ -692,7 +692,7 @@ def build_chart(data: ChartData, layout: pg.GraphicsLayout, *, legend_cols: int 
     blb = pg.InfiniteLine(
         pos=data.lower_bound / bs, angle=0, movable=False,
         pen=_pen(THEME["lower_bound"], 1.5, QtCore.Qt.PenStyle.DashLine),
-        label=f"lower bound {format_bytes(data.lower_bound, 2)}",
+        label=f"lower bound {format_bytes(data.lower_bound)}",
         # Under the line, on the side away from the widest operator (whose breadth touches it).
         labelOpts={"position": 0.02 if frac > 0.5 else 0.98,
                    "color": THEME["lower_bound"], "anchors": [(0, 0) if frac > 0.5 else (1, 0)] * 2,

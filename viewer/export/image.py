@@ -76,23 +76,28 @@ def check_output(path: str | Path, width: int, height: int) -> str:
     return suffix
 
 
-def render_widget(widget, path: str | Path, width: int, height: int) -> Path:
+def render_widget(widget, path: str | Path, width: int, height: int, *, force: bool = False) -> Path:
     """Render a laid-out Qt widget to ``path`` (PNG or SVG by suffix) at ``width`` x ``height``.
 
     The widget is resized to exactly that size; the PNG has exactly ``width`` x ``height``
-    pixels, the SVG that size and a ``0 0 width height`` viewBox.
+    pixels, the SVG that size and a ``0 0 width height`` viewBox. The image is encoded in
+    memory and written atomically (:func:`viewer.export.paths.write_atomic`): an existing file
+    is replaced only when ``force`` is true, and only once the new one is complete.
 
     Raises
     ------
     viewer.errors.UsageError
-        Unknown suffix, bad size, missing folder.
+        Unknown suffix, bad size, missing folder, an existing file without ``force``.
     viewer.errors.ViewerError
-        When the file cannot be written.
+        When the file cannot be written (an existing one is then unchanged).
     """
     from pyqtgraph.Qt import QtCore, QtGui, QtWidgets
 
+    from viewer.export.paths import check_output_path, write_atomic
+
     path = Path(path)
     suffix = check_output(path, width, height)
+    check_output_path(path, what="chart", force=force)
     app = QtWidgets.QApplication.instance()
     old_size = widget.size()
     widget.resize(width, height)
@@ -102,8 +107,16 @@ def render_widget(widget, path: str | Path, width: int, height: int) -> Path:
         shown_here = True
     else:
         shown_here = False
-    for _ in range(3):  # let the layout, axes and labels settle
+    # Let the layout, axes and labels settle, without painting frames nobody sees (at 100k
+    # rectangles each discarded paint costs as much as the render itself).
+    updates = widget.updatesEnabled()
+    widget.setUpdatesEnabled(False)
+    for _ in range(3):
         app.processEvents()
+    widget.setUpdatesEnabled(updates)
+    data = QtCore.QByteArray()
+    buf = QtCore.QBuffer(data)
+    buf.open(QtCore.QIODevice.OpenModeFlag.WriteOnly)
     try:
         if suffix == ".png":
             image = QtGui.QImage(width, height, QtGui.QImage.Format.Format_ARGB32)
@@ -113,15 +126,16 @@ def render_widget(widget, path: str | Path, width: int, height: int) -> Path:
             painter.setRenderHint(QtGui.QPainter.RenderHint.TextAntialiasing, True)
             widget.render(painter)
             painter.end()
-            if not image.save(str(path), "PNG"):
-                raise ViewerError(f"{path}: cannot write the PNG file")
+            # Quality 80 is zlib's fast end: half the time of the default level on dense
+            # charts, and no larger (a chart is flat colour).
+            if not image.save(buf, "PNG", 80):
+                raise ViewerError(f"{path}: cannot encode the PNG image")
+            out = bytes(data)
         else:
             from pyqtgraph.Qt import QtSvg
 
-            QSvgGenerator = QtSvg.QSvgGenerator
-
-            gen = QSvgGenerator()
-            gen.setFileName(str(path))
+            gen = QtSvg.QSvgGenerator()
+            gen.setOutputDevice(buf)
             gen.setSize(QtCore.QSize(width, height))
             gen.setViewBox(QtCore.QRect(0, 0, width, height))
             # Same resolution as the widget, or fonts and cosmetic pens scale by 72/96.
@@ -130,28 +144,27 @@ def render_widget(widget, path: str | Path, width: int, height: int) -> Path:
             gen.setDescription("Tensor arena packing chart made by Arena Viewer")
             painter = QtGui.QPainter()
             if not painter.begin(gen):
-                raise ViewerError(f"{path}: cannot write the SVG file")
+                raise ViewerError(f"{path}: cannot encode the SVG image")
             widget.render(painter)
             painter.end()
-            if not path.exists():
-                raise ViewerError(f"{path}: cannot write the SVG file")
-            _svg_size_in_pixels(path, width, height)
+            out = _svg_size_in_pixels(bytes(data).decode("utf-8"), width, height).encode("utf-8")
     finally:
+        buf.close()
         if shown_here:
             widget.hide()
         widget.resize(old_size)
+    write_atomic(path, out, what=f"{suffix[1:].upper()} image", force=force)
     return path
 
 
-def _svg_size_in_pixels(path: Path, width: int, height: int) -> None:
+def _svg_size_in_pixels(text: str, width: int, height: int) -> str:
     """QSvgGenerator writes the size in millimetres; state it in pixels, as requested."""
     import re
 
-    text = path.read_text(encoding="utf-8")
     head, sep, rest = text.partition("viewBox=")
     head = re.sub(r'width="[^"]*"', f'width="{width}px"', head, count=1)
     head = re.sub(r'height="[^"]*"', f'height="{height}px"', head, count=1)
-    path.write_text(head + sep + rest, encoding="utf-8")
+    return head + sep + rest
 
 
 def export_chart(
@@ -164,12 +177,13 @@ def export_chart(
     model_name: str = "model",
     subgraph: int | None = None,
     color_by: str = "kind",
+    force: bool = False,
 ) -> Path:
     """Write the packing chart of ``plan`` as a PNG or SVG (chosen by ``path``'s suffix).
 
     Works without a display: a ``QApplication`` is created when none exists, on the offscreen
-    platform when neither ``DISPLAY`` nor ``WAYLAND_DISPLAY`` is set. An existing file is
-    overwritten.
+    platform when neither ``DISPLAY`` nor ``WAYLAND_DISPLAY`` is set. The file is written
+    atomically; an existing file is replaced only with ``force``.
 
     Parameters
     ----------
@@ -185,6 +199,8 @@ def export_chart(
     subgraph : int, optional
         For the title; defaults to the analysed subgraph's index.
     color_by : {"kind", "op"}
+    force : bool
+        Replace an existing file.
 
     Returns
     -------
@@ -194,24 +210,28 @@ def export_chart(
     Raises
     ------
     viewer.errors.UsageError
-        Unknown suffix, size out of range, missing folder, unknown ``color_by``.
+        Unknown suffix, size out of range, missing folder, unknown ``color_by``, an existing
+        file without ``force``, a FIFO or device.
     viewer.errors.PlanningError
         When ``plan`` is not a plan of ``analysis``.
     viewer.errors.ViewerError
         When the file cannot be written.
     """
+    from viewer.export.paths import check_output_path
+
     path = Path(path)
     check_output(path, width, height)
+    check_output_path(path, what="chart", force=force)
     from viewer.export.chart_data import build_chart_data
 
     data = build_chart_data(
         analysis, plan, color_by=color_by, model_name=model_name, subgraph=subgraph
     )
-    return export_chart_data(data, path, width=width, height=height)
+    return export_chart_data(data, path, width=width, height=height, force=force)
 
 
 def export_chart_data(data, path: str | Path, *, width: int = 1600, height: int = 1000,
-                      faded=None) -> Path:
+                      faded=None, force: bool = False) -> Path:
     """Write the chart of a :class:`~viewer.export.chart_data.ChartData` as PNG or SVG.
 
     Same as :func:`export_chart` for data already built (e.g. by the interactive chart, with
@@ -222,11 +242,14 @@ def export_chart_data(data, path: str | Path, *, width: int = 1600, height: int 
     viewer.errors.UsageError, viewer.errors.ViewerError
         As :func:`export_chart`.
     """
+    from viewer.export.paths import check_output_path
+
     path = Path(path)
     check_output(path, width, height)
+    check_output_path(path, what="chart", force=force)
     widget, _ = build_chart_widget(data, width, height, faded=faded)
     try:
-        return render_widget(widget, path, width, height)
+        return render_widget(widget, path, width, height, force=force)
     finally:
         widget.close()
         widget.deleteLater()
@@ -315,7 +338,8 @@ def build_compare_widget(left, right, width: int, height: int):
 
 
 def export_compare(left, right, path: str | Path, *, width: int = 2000, height: int = 900,
-                   color_by: str = "kind", subgraph: int | None = None) -> Path:
+                   color_by: str = "kind", subgraph: int | None = None,
+                   force: bool = False) -> Path:
     """Write two packing charts side by side, on ONE y scale, as a PNG or SVG.
 
     Both the packing plots and the breadth curves show the larger of the two arenas (and
@@ -348,13 +372,16 @@ def export_compare(left, right, path: str | Path, *, width: int = 2000, height: 
     viewer.errors.ViewerError
         When the file cannot be written.
     """
+    from viewer.export.paths import check_output_path
+
     path = Path(path)
     check_output(path, width, height)
+    check_output_path(path, what="chart", force=force)
     ld = _side_data(left, color_by, subgraph)
     rd = _side_data(right, color_by, subgraph)
     widget, _, _ = build_compare_widget(ld, rd, width, height)
     try:
-        return render_widget(widget, path, width, height)
+        return render_widget(widget, path, width, height, force=force)
     finally:
         widget.close()
         widget.deleteLater()

@@ -148,6 +148,20 @@ def build_report(
     }
 
 
-def write_report(report: Mapping[str, Any], path: str | Path) -> None:
-    """Write ``report`` as indented JSON to ``path``."""
-    Path(path).write_text(json.dumps(report, indent=1) + "\n")
+def write_report(report: Mapping[str, Any], path: str | Path, *, force: bool = False) -> int:
+    """Write ``report`` as indented JSON to ``path``, atomically
+    (:func:`viewer.export.paths.write_atomic`); ``force`` replaces an existing file.
+
+    Returns
+    -------
+    int
+        Bytes written.
+
+    Raises
+    ------
+    viewer.errors.UsageError, viewer.errors.ViewerError
+        ``path`` cannot be written or exists without ``force`` (an existing file is unchanged).
+    """
+    from viewer.export.paths import write_atomic
+
+    return write_atomic(path, json.dumps(report, indent=1) + "\n", what="JSON report", force=force)

@@ -88,3 +88,50 @@ def read_offline_offsets(path: str | os.PathLike) -> tuple[int, ...] | None:
             data = b""
         found = decode_offsets(data, str(path))
     return found
+
+
+def offline_planned_bytes(src: str | os.PathLike, offsets: Sequence[int], num_subgraphs: int) -> bytes:
+    """The bytes of a copy of ``src`` with an ``OfflineMemoryAllocation`` entry holding ``offsets``.
+
+    An existing entry of that name is replaced (its buffer re-pointed); every other field is
+    kept, through LiteRT's schema object API (buffer data re-aligned to 16 bytes, as the
+    reordered copy's repack does). Writing the file is
+    :func:`viewer.export.model_copy.write_offline_planned`'s job (atomic, never over ``src``).
+
+    Raises
+    ------
+    viewer.errors.ModelFormatError
+        ``src`` is not a readable model, or stores buffers outside the flatbuffer.
+    """
+    import flatbuffers
+    import numpy as np
+    from ai_edge_litert import schema_py_generated as S
+
+    from viewer.model.writer import FILE_IDENTIFIER, _AlignedBufferT
+
+    src_p = Path(src)
+    try:
+        raw = src_p.read_bytes()
+        model = S.ModelT.InitFromPackedBuf(bytearray(raw), 0)
+    except OSError as e:
+        raise ModelFormatError(src_p, "open", e.strerror or str(e)) from None
+    except Exception as e:  # the generated code raises anything on a corrupt buffer
+        raise ModelFormatError(src_p, "object API unpack", f"{type(e).__name__}: {e}") from None
+    for i, b in enumerate(model.buffers or []):
+        if b.offset and b.offset > 1:
+            raise ModelFormatError(src_p, f"buffer {i}", "data stored outside the flatbuffer "
+                                   "(offset/size); cannot rewrite")
+        b.__class__ = _AlignedBufferT
+    buf = _AlignedBufferT()
+    buf.data = np.frombuffer(encode_offsets(offsets, num_subgraphs), dtype=np.uint8).copy()
+    buf.offset, buf.size = 0, 0
+    model.buffers = list(model.buffers or []) + [buf]
+    metas = [m for m in (model.metadata or [])
+             if (m.name.decode() if isinstance(m.name, bytes) else m.name) != OFFLINE_METADATA_NAME]
+    md = S.MetadataT()
+    md.name = OFFLINE_METADATA_NAME
+    md.buffer = len(model.buffers) - 1
+    model.metadata = metas + [md]
+    builder = flatbuffers.Builder(len(raw) + 1024)
+    builder.Finish(model.Pack(builder), file_identifier=FILE_IDENTIFIER)
+    return bytes(builder.Output())

@@ -51,20 +51,21 @@ class _AlignedBufferT(S.BufferT):
         return S.BufferEnd(builder)
 
 
-def write_reordered(
+def reordered_model_bytes(
     src: str | os.PathLike,
-    dst: str | os.PathLike,
     subgraph_index: int,
     order: Sequence[int],
     *,
     repack: bool = False,
-) -> int:
-    """Write ``src`` to ``dst`` with subgraph ``subgraph_index``'s operators in ``order``.
+) -> bytes:
+    """The bytes of ``src`` with subgraph ``subgraph_index``'s operators in ``order``.
+
+    Writing them is :func:`viewer.export.model_copy.write_reordered`'s job (atomically).
 
     Parameters
     ----------
-    src, dst : path
-        The model and where to write the copy; they must be different files.
+    src : path
+        The model.
     subgraph_index : int
     order : sequence of int
         Original operator indices in their new execution order (a permutation). The caller
@@ -74,8 +75,8 @@ def write_reordered(
 
     Returns
     -------
-    int
-        Bytes written.
+    bytes
+        The reordered model file.
 
     Raises
     ------
@@ -83,11 +84,9 @@ def write_reordered(
         ``src`` cannot be read as a flatbuffer model; or it needs a repack (see the module
         notes) and stores buffers outside the flatbuffer (offset/size, models over 2 GB).
     viewer.errors.ViewerError
-        ``dst`` is ``src``, ``order`` does not fit the subgraph, or ``dst`` cannot be written.
+        ``order`` does not fit the subgraph.
     """
-    src_p, dst_p = Path(src), Path(dst)
-    if dst_p.exists() and src_p.exists() and os.path.samefile(src_p, dst_p):
-        raise ViewerError(f"{dst_p}: refusing to overwrite the input model; choose another output file")
+    src_p = Path(src)
     try:
         raw = src_p.read_bytes()
     except OSError as e:
@@ -110,11 +109,7 @@ def write_reordered(
     out = None if repack else _permute_in_place(raw, subgraph_index, order)
     if out is None:
         out = _repack(src_p, raw, subgraph_index, order)
-    try:
-        dst_p.write_bytes(out)
-    except OSError as e:
-        raise ViewerError(f"{dst_p}: cannot write: {e.strerror or e}") from None
-    return len(out)
+    return bytes(out)
 
 
 def _permute_in_place(raw: bytes, subgraph_index: int, order: list[int]) -> bytes | None:
@@ -161,3 +156,171 @@ def _repack(src_p: Path, raw: bytes, subgraph_index: int, order: list[int]) -> b
     builder = flatbuffers.Builder(len(raw) + 1024)
     builder.Finish(model.Pack(builder), file_identifier=FILE_IDENTIFIER)
     return bytes(builder.Output())
+
+
+# -- new models from an existing one ---------------------------------------------------------
+_NEW_OPS = {
+    "PAD": (S.BuiltinOperator.PAD, S.BuiltinOptions.PadOptions, S.PadOptionsT),
+    "PADV2": (S.BuiltinOperator.PADV2, S.BuiltinOptions.PadV2Options, S.PadV2OptionsT),
+    "SLICE": (S.BuiltinOperator.SLICE, S.BuiltinOptions.SliceOptions, S.SliceOptionsT),
+}
+
+
+def write_graphs(src: str | os.PathLike, dst: str | os.PathLike, graphs, subgraph_index: int = 0) -> int:
+    """Write a new model whose subgraphs are ``graphs``, built from ``src``'s subgraph.
+
+    Each graph becomes one subgraph with a signature of the same key (inputs and outputs by
+    their keys). Tensors copy their source tensor's type and quantization; constants share the
+    source's weight buffer, so weights used by several graphs are stored once; only buffers a
+    graph uses are kept. Operators copy their source operator (opcode, options, with the
+    graph's overrides applied to the options object) or are new PAD / PADV2 / SLICE builtins.
+    Serialised with LiteRT's generated schema object API, buffers aligned to 16 bytes.
+
+    Parameters
+    ----------
+    src, dst : path
+        The model and where to write; they must be different files.
+    graphs : sequence of viewer.model.build.GraphSpec
+    subgraph_index : int
+        The subgraph of ``src`` the graphs' ``src`` indices refer to.
+
+    Returns
+    -------
+    int
+        Bytes written.
+
+    Raises
+    ------
+    viewer.errors.ModelFormatError
+        ``src`` cannot be read, or stores buffers outside the flatbuffer.
+    viewer.errors.ViewerError
+        ``dst`` is ``src`` or cannot be written.
+    """
+    import copy
+
+    src_p, dst_p = Path(src), Path(dst)
+    if dst_p.exists() and src_p.exists() and os.path.samefile(src_p, dst_p):
+        raise ViewerError(f"{dst_p}: refusing to overwrite the input model; choose another output file")
+    try:
+        raw = src_p.read_bytes()
+        model = S.ModelT.InitFromPackedBuf(bytearray(raw), 0)
+    except OSError as e:
+        raise ModelFormatError(src_p, "open", e.strerror or str(e)) from None
+    except Exception as e:  # the generated code raises anything on a corrupt buffer
+        raise ModelFormatError(src_p, "object API unpack", f"{type(e).__name__}: {e}") from None
+    old = model.subgraphs[subgraph_index]
+    old_buffers = model.buffers or []
+    buffers = [_AlignedBufferT()]
+    buf_map: dict[int, int] = {}
+    codes: list = []
+    code_map: dict = {}
+
+    def buffer_of(i: int) -> int:
+        if i <= 0:
+            return 0
+        if i not in buf_map:
+            b = old_buffers[i]
+            if b.offset and b.offset > 1:
+                raise ModelFormatError(src_p, f"buffer {i}", "data stored outside the flatbuffer (offset/size)")
+            b.__class__ = _AlignedBufferT
+            buffers.append(b)
+            buf_map[i] = len(buffers) - 1
+        return buf_map[i]
+
+    def new_buffer(data: np.ndarray) -> int:
+        b = _AlignedBufferT()
+        b.data = np.frombuffer(np.ascontiguousarray(data).tobytes(), dtype=np.uint8)
+        buffers.append(b)
+        return len(buffers) - 1
+
+    def opcode(key, make) -> int:
+        if key not in code_map:
+            codes.append(make())
+            code_map[key] = len(codes) - 1
+        return code_map[key]
+
+    subgraphs, sigs = [], []
+    for gi, g in enumerate(graphs):
+        sg = S.SubGraphT()
+        sg.name = g.key
+        sg.tensors = []
+        for t in g.tensors:
+            tt = copy.deepcopy(old.tensors[t.src]) if t.src is not None else S.TensorT()
+            if t.src is None:
+                tt.type = _TYPE_CODES[t.dtype]
+            tt.name = t.name
+            tt.shape = np.asarray(t.shape, dtype=np.int32)
+            tt.shapeSignature = None
+            if t.data is not None:
+                tt.buffer = new_buffer(np.asarray(t.data, dtype=np.dtype(_NP[t.dtype])))
+            elif t.constant:
+                tt.buffer = buffer_of(old.tensors[t.src].buffer)
+            else:
+                tt.buffer = 0
+            sg.tensors.append(tt)
+        sg.operators = []
+        for o in g.ops:
+            if o.src is not None:
+                ot = copy.deepcopy(old.operators[o.src])
+                ot.opcodeIndex = opcode(("src", ot.opcodeIndex),
+                                        lambda i=ot.opcodeIndex: copy.deepcopy(model.operatorCodes[i]))
+                for k, v in o.options.items():
+                    setattr(ot.builtinOptions, _CAMEL.get(k, k), v)
+            else:
+                code, opt_type, opt_cls = _NEW_OPS[o.op_name]
+                ot = S.OperatorT()
+                ot.opcodeIndex = opcode(("new", o.op_name), lambda c=code: _opcode(c))
+                ot.builtinOptionsType = opt_type
+                ot.builtinOptions = opt_cls()
+            ot.inputs = np.asarray(o.inputs, dtype=np.int32)
+            ot.outputs = np.asarray(o.outputs, dtype=np.int32)
+            sg.operators.append(ot)
+        sg.inputs = np.asarray(list(g.inputs.values()), dtype=np.int32)
+        sg.outputs = np.asarray(list(g.outputs.values()), dtype=np.int32)
+        subgraphs.append(sg)
+        sig = S.SignatureDefT()
+        sig.signatureKey = g.key
+        sig.subgraphIndex = gi
+        sig.inputs = [_tensor_map(k, i) for k, i in g.inputs.items()]
+        sig.outputs = [_tensor_map(k, i) for k, i in g.outputs.items()]
+        sigs.append(sig)
+    model.subgraphs = subgraphs
+    model.signatureDefs = sigs
+    model.buffers = buffers
+    model.operatorCodes = codes
+    model.metadata = None
+    model.metadataBuffer = None
+    builder = flatbuffers.Builder(1024 + sum(len(b.data) if b.data is not None else 0 for b in buffers))
+    builder.Finish(model.Pack(builder), file_identifier=FILE_IDENTIFIER)
+    out = bytes(builder.Output())
+    try:
+        dst_p.write_bytes(out)
+    except OSError as e:
+        raise ViewerError(f"{dst_p}: cannot write: {e.strerror or e}") from None
+    return len(out)
+
+
+_CAMEL = {"padding": "padding"}
+_NP = {"int32": "<i4", "int8": "i1", "uint8": "u1", "int16": "<i2", "float32": "<f4", "int64": "<i8"}
+
+
+def _type_codes() -> dict[str, int]:
+    return {k.lower(): v for k, v in vars(S.TensorType).items() if not k.startswith("_")}
+
+
+_TYPE_CODES = _type_codes()
+
+
+def _opcode(code: int):
+    oc = S.OperatorCodeT()
+    oc.builtinCode = code
+    oc.deprecatedBuiltinCode = min(code, 127)
+    oc.version = 1
+    return oc
+
+
+def _tensor_map(name: str, index: int):
+    m = S.TensorMapT()
+    m.name = name
+    m.tensorIndex = index
+    return m

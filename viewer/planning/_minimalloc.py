@@ -12,9 +12,10 @@ Learning" (ASPLOS 2023) and its reference implementation google/minimalloc (``sr
   preorder), with *section inference* (a section's floor plus its unplaced bytes must fit),
   *unallocated floors*, *dominance* (no placement above the lowest top of any unplaced buffer),
   *hatless* pruning, and *dynamic decomposition* at time cut-lines no unplaced buffer crosses;
-- static preorders (MiniMalloc's ``WAT``, ``TAW``, ``TWA`` of width, area, section total, and
-  ``CAT``, ``TAC``, ``TCA`` with the width counted in sections) are tried round-robin with
-  doubling node limits, as ``Solver::RoundRobin`` does.
+- static preorders (MiniMalloc's ``WAT``, ``TAW``, ``TWA`` of width, area, section total; also
+  ``CAT``, ``TAC``, ``TCA`` with the width counted in sections) each drive one complete search;
+  :class:`Decision` runs them in equal time turns and suspends each between turns, where
+  ``Solver::RoundRobin`` restarts each with a doubled node limit.
 
 Nothing here imports Qt or any other planner; :mod:`viewer.planning.optimal` drives it.
 """
@@ -22,6 +23,7 @@ Nothing here imports Qt or any other planner; :mod:`viewer.planning.optimal` dri
 from __future__ import annotations
 
 import sys
+import threading
 import time
 from dataclasses import dataclass, field, fields
 from typing import Callable
@@ -32,7 +34,7 @@ import numpy as np
 FEASIBLE = "feasible"
 INFEASIBLE = "infeasible"
 TIMEOUT = "timeout"
-ABORTED = "aborted"  # node limit of one round-robin turn (internal)
+ABORTED = "aborted"  # a suspended search closed before it finished (internal)
 CANCELLED = "cancelled"
 
 _INF = np.iinfo(np.int64).max // 4
@@ -47,11 +49,13 @@ class SearchParams:
     Attributes mirror ``minimalloc::SolverParams`` (src/solver.h). Preorder keys, each
     descending, ties by buffer index (``PreorderingComparator``): ``W`` lifetime width in time
     steps, ``A`` area (width x size), ``T`` largest unplaced bytes over the buffer's sections,
-    ``C`` sections spanned, ``Z`` size, ``L``/``U`` start/end. MiniMalloc's default round robin
-    is ``WAT, TAW, TWA``; we add ``CAT, TAC, TCA`` (width counted in sections, so it does not
-    depend on the time scale): with them all eleven benchmark instances A-K were decided at
-    capacity 1048576 in 0.3-12 s here, while E, H and I stayed undecided after 30 s with the
-    three alone (benchmarks/bench_optimal_ingredients.py).
+    ``C`` sections spanned, ``Z`` size, ``L``/``U`` start/end. The default is MiniMalloc's
+    ``WAT, TAW, TWA``. Run in turns without restarts (:class:`Decision`), one of the three
+    decides each of the benchmark instances A-K at capacity 1048576 (TWA eight of them, TAW
+    B, C and H; 0.1-4.8 s alone on this machine, benchmarks/bench_optimal_ingredients.py).
+    With MiniMalloc's restarts the three alone left E, H and I undecided after 30 s, which is
+    why the previous default added ``CAT, TAC, TCA``; with turns every added preorder slows
+    every instance (TAC searched the same nodes as TAW on B, C and H).
     """
 
     canonical_only: bool = True
@@ -63,7 +67,7 @@ class SearchParams:
     dynamic_decomposition: bool = True
     monotonic_floor: bool = True
     hatless_pruning: bool = True
-    preordering_heuristics: tuple[str, ...] = ("WAT", "TAW", "TWA", "CAT", "TAC", "TCA")
+    preordering_heuristics: tuple[str, ...] = ("WAT", "TAW", "TWA")
 
     def without(self, name: str) -> "SearchParams":
         """A copy with ingredient ``name`` switched off."""
@@ -181,7 +185,7 @@ class _Solver:
     """One decision search; state lives in numpy arrays indexed by buffer / section."""
 
     def __init__(self, size, start, end, sw: Sweep, capacity, alignment, params: SearchParams,
-                 deadline, cancelled, on_node):
+                 heuristic: str):
         self.size = size
         self.start = start
         self.end = end
@@ -189,9 +193,7 @@ class _Solver:
         self.C = int(capacity)
         self.align = max(int(alignment), 1)
         self.p = params
-        self.deadline = deadline
-        self.cancelled = cancelled
-        self.on_node = on_node
+        self.runner: _Runner | None = None
         n = len(size)
         self.n = n
         self.assigned = np.zeros(n, bool)
@@ -218,8 +220,7 @@ class _Solver:
         self.area = self.width * size
         self.nodes = 0
         self.backtracks = 0
-        self.nodes_remaining = _INF
-        self.heuristic = params.preordering_heuristics[0]
+        self.heuristic = heuristic
         self.overlaps = sw.overlaps
         self.members = np.where(sw.members >= 0, sw.members, n)
         self.sec_lo_l = sw.sec_lo.tolist()
@@ -230,28 +231,13 @@ class _Solver:
 
     # -- top level ------------------------------------------------------------------------
     def solve(self) -> str:
-        heur = self.p.preordering_heuristics
-        if len(heur) <= 1:
-            self.heuristic = heur[0] if heur else ""
-            for part in self.sw.partitions:
-                st = self.sub_solve(part[0], part[1])
-                if st != FEASIBLE:
-                    return st
-            return FEASIBLE
-        # Round robin with doubling node limits (Solver::RoundRobin).
-        limit = max(self.n, 1)
-        while True:
-            limit *= 2
-            for h in heur:
-                self.heuristic = h
-                self.nodes_remaining = limit
-                st = FEASIBLE
-                for part in self.sw.partitions:
-                    st = self.sub_solve(part[0], part[1])
-                    if st != FEASIBLE:
-                        break
-                if st != ABORTED:
-                    return st
+        """Search every partition with ``self.heuristic``'s preorder (complete: the answer is
+        exact unless a :class:`_Stop` ends it)."""
+        for part in self.sw.partitions:
+            st = self.sub_solve(part[0], part[1])
+            if st != FEASIBLE:
+                return st
+        return FEASIBLE
 
     def preorder(self, bufs: np.ndarray) -> np.ndarray:
         if not self.p.static_preordering or len(bufs) == 0:
@@ -282,17 +268,9 @@ class _Solver:
 
     # -- the depth-first search ------------------------------------------------------------
     def search(self, order, rank, sec_range, min_offset, min_rank, part_bufs) -> str:
-        if self.nodes_remaining <= 0:
-            return ABORTED
-        self.nodes_remaining -= 1
         self.nodes += 1
-        if (self.nodes & 255) == 0:
-            if time.monotonic() > self.deadline:
-                raise _Stop(TIMEOUT)
-            if self.cancelled is not None and self.cancelled():
-                raise _Stop(CANCELLED)
-            if self.on_node is not None:
-                self.on_node(self)
+        if (self.nodes & 63) == 0 and self.runner is not None:
+            self.runner.checkpoint()
         assigned = self.assigned
         order = order[~assigned[order]]
         if len(order) == 0:
@@ -471,6 +449,194 @@ def _expand(lo: np.ndarray, hi: np.ndarray, w: np.ndarray | None = None):
     return idx, weights
 
 
+class _Runner:
+    """One preorder's depth-first search in its own thread, run in turns like a coroutine.
+
+    Only one thread of a :class:`Decision` runs at a time: the caller's thread hands a turn
+    (until a given time) to the search and waits until the search pauses at a checkpoint
+    (every 64 nodes) or finishes. A paused search keeps its whole state, so a
+    later turn resumes it where it stopped instead of starting again.
+    """
+
+    def __init__(self, solver: _Solver):
+        self.solver = solver
+        solver.runner = self
+        self.status: str | None = None
+        self.error: BaseException | None = None
+        self._resume = threading.Event()
+        self._paused = threading.Event()
+        self._abort = False
+        self._thread: threading.Thread | None = None
+        self._turn_end = 0.0
+
+    def step(self, turn_end: float) -> str | None:
+        """Run until ``turn_end`` (``time.monotonic()``); the final status, or None while
+        the search is unfinished."""
+        if self.status is not None:
+            return self.status
+        self._turn_end = turn_end
+        self._paused.clear()
+        if self._thread is None:
+            self._thread = threading.Thread(target=self._main, daemon=True,
+                                            name=f"minimalloc-{self.solver.heuristic}")
+            self._thread.start()
+        else:
+            self._resume.set()
+        self._paused.wait()
+        if self.error is not None:
+            raise self.error
+        return self.status
+
+    def checkpoint(self) -> None:
+        """In the search thread: pause when the turn is used up."""
+        if time.monotonic() > self._turn_end:
+            self._paused.set()
+            self._resume.wait()
+            self._resume.clear()
+            if self._abort:
+                raise _Stop(ABORTED)
+
+    def _main(self) -> None:
+        try:
+            st = self.solver.solve()
+        except _Stop as s:
+            st = s.status
+        except BaseException as e:  # handed to the caller's thread by step()
+            self.error, st = e, ABORTED
+        self.status = st
+        self._paused.set()
+
+    def close(self) -> None:
+        """End a paused search (its thread unwinds and exits)."""
+        if self._thread is not None and self.status is None:
+            self._abort = True
+            self._paused.clear()
+            self._resume.set()
+            self._paused.wait()
+        if self._thread is not None:
+            self._thread.join()
+
+
+def _raise_recursion_limit(n: int) -> None:
+    # Each placement is one nested search (and a decomposition one more). The limit is never
+    # lowered again: a suspended search elsewhere may still be deep.
+    if sys.getrecursionlimit() < 8 * n + 2000:
+        sys.setrecursionlimit(8 * n + 2000)
+
+
+class Decision:
+    """A resumable decision search: "does the arena fit in ``capacity`` bytes?".
+
+    One complete depth-first search per static preorder of ``params.preordering_heuristics``,
+    run in equal turns of ``quantum`` seconds; the first to finish answers (every one of them is
+    complete, so a proof of infeasibility by one is a proof). MiniMalloc's
+    ``Solver::RoundRobin`` restarts each preorder with a doubled node limit; here a preorder's
+    search is suspended between turns and resumed, so no node is searched twice, and a
+    :meth:`run` that ends at its deadline can be continued by a later :meth:`run`.
+
+    Call :meth:`close` when done with it (it ends the searches' threads); it is also a
+    context manager.
+
+    Parameters
+    ----------
+    start, end : ndarray of int, shape (n,)
+        Half-open usage intervals ``[start, end)`` (time steps).
+    size : ndarray of int, shape (n,)
+        Bytes, all > 0.
+    capacity : int
+        Arena bytes to fit in.
+    alignment : int
+        Every offset is a multiple of it.
+    params : SearchParams, optional
+        Ingredients (default all).
+    sw : Sweep, optional
+        ``sweep(start, end)``, when the caller has it.
+    """
+
+    def __init__(self, start, end, size, capacity: int, alignment: int = 1, *,
+                 params: SearchParams | None = None, sw: Sweep | None = None,
+                 quantum: float = 0.01):
+        self.params = params or SearchParams()
+        self.start = np.asarray(start, np.int64)
+        self.end = np.asarray(end, np.int64)
+        self.size = np.asarray(size, np.int64)
+        self.capacity = int(capacity)
+        self.alignment = max(int(alignment), 1)
+        self.quantum = float(quantum)
+        self.status: str | None = None
+        self.offsets: np.ndarray | None = None
+        self.heuristic = ""
+        self.seconds = 0.0
+        n = len(self.size)
+        self._runners: list[_Runner] = []
+        if n == 0:
+            self.status, self.offsets = FEASIBLE, np.zeros(0, np.int64)
+            return
+        if int(self.size.max()) > self.capacity:
+            self.status = INFEASIBLE
+            return
+        self._sw = sw or sweep(self.start, self.end)
+        heur = self.params.preordering_heuristics or ("",)
+        if not self.params.static_preordering:
+            heur = heur[:1]  # every preorder is the same one
+        _raise_recursion_limit(n)
+        for h in dict.fromkeys(heur):
+            self._runners.append(_Runner(_Solver(self.size, self.start, self.end, self._sw,
+                                                 self.capacity, self.alignment, self.params, h)))
+
+    @property
+    def nodes(self) -> int:
+        """Nodes searched so far, over every preorder."""
+        return sum(r.solver.nodes for r in self._runners)
+
+    @property
+    def backtracks(self) -> int:
+        return sum(r.solver.backtracks for r in self._runners)
+
+    def run(self, deadline: float | None = None, cancelled: Callable[[], bool] | None = None,
+            on_turn: Callable[["Decision"], None] | None = None) -> str:
+        """Search until an answer, ``deadline`` (``time.monotonic()``) or cancellation.
+
+        Returns ``feasible`` (:attr:`offsets`, shape (n,), bytes), ``infeasible`` (proven),
+        ``timeout`` (resumable by another call) or ``cancelled`` (``cancelled()`` returned
+        True; also resumable). ``cancelled`` and ``on_turn`` are called in the caller's
+        thread between turns (every ``quantum`` seconds).
+        """
+        if self.status is not None:
+            return self.status
+        deadline = float("inf") if deadline is None else deadline
+        t0 = time.monotonic()
+        try:
+            while True:
+                for r in self._runners:
+                    if cancelled is not None and cancelled():
+                        return CANCELLED
+                    st = r.step(min(time.monotonic() + self.quantum, deadline))
+                    if st in (FEASIBLE, INFEASIBLE):
+                        self.status, self.heuristic = st, r.solver.heuristic
+                        if st == FEASIBLE:
+                            self.offsets = r.solver.solution.copy()
+                        self.close()
+                        return st
+                    if on_turn is not None:
+                        on_turn(self)
+                    if time.monotonic() > deadline:
+                        return TIMEOUT
+        finally:
+            self.seconds += time.monotonic() - t0
+
+    def close(self) -> None:
+        """End every suspended search (idempotent)."""
+        for r in self._runners:
+            r.close()
+
+    def __enter__(self) -> "Decision":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+
 def decide(
     start: np.ndarray,
     end: np.ndarray,
@@ -501,9 +667,9 @@ def decide(
     deadline : float
         ``time.monotonic()`` value to give up at.
     cancelled : callable
-        Polled every 256 nodes; True stops the search with status ``cancelled``.
+        Polled between turns; True stops the search with status ``cancelled``.
     on_node : callable
-        Called every 256 nodes with the solver (for progress).
+        Called between turns with the :class:`Decision` (for progress).
 
     Returns
     -------
@@ -514,29 +680,9 @@ def decide(
     Notes
     -----
     Follows google/minimalloc src/solver.cc (``SolverImpl::SearchSolutions``,
-    ``DynamicallyDecompose``, ``RoundRobin``).
+    ``DynamicallyDecompose``; ``RoundRobin`` without its restarts, see :class:`Decision`).
     """
-    t0 = time.monotonic()
-    params = params or SearchParams()
-    start = np.asarray(start, np.int64)
-    end = np.asarray(end, np.int64)
-    size = np.asarray(size, np.int64)
-    n = len(size)
-    if n == 0:
-        return SearchResult(FEASIBLE, np.zeros(0, np.int64))
-    if int(size.max()) > capacity:
-        return SearchResult(INFEASIBLE, seconds=time.monotonic() - t0)
-    sw = sw or sweep(start, end)
-    solver = _Solver(size, start, end, sw, capacity, alignment, params,
-                     deadline if deadline is not None else float("inf"), cancelled, on_node)
-    old_limit = sys.getrecursionlimit()
-    sys.setrecursionlimit(max(old_limit, 8 * n + 2000))
-    try:
-        status = solver.solve()
-    finally:
-        sys.setrecursionlimit(old_limit)
-    res = SearchResult(status, nodes=solver.nodes, backtracks=solver.backtracks,
-                       seconds=time.monotonic() - t0, heuristic=solver.heuristic)
-    if status == FEASIBLE:
-        res.offsets = solver.solution.copy()
-    return res
+    with Decision(start, end, size, capacity, alignment, params=params, sw=sw) as d:
+        status = d.run(deadline, cancelled, on_node)
+        return SearchResult(status, d.offsets, nodes=d.nodes, backtracks=d.backtracks,
+                            seconds=d.seconds, heuristic=d.heuristic)

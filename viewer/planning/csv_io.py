@@ -133,53 +133,53 @@ def read_problem_csv(path: str | Path) -> tuple[PlanningProblem, list[str]]:
     return PlanningProblem(tuple(buffers), num_ops), names
 
 
-def write_problem_csv(
+def problem_csv_text(
     problem: PlanningProblem,
-    path: str | Path,
     plan: Plan | None = None,
     names: Sequence[str] | None = None,
-) -> None:
-    """Write ``problem`` (and optionally a plan's offsets) as MiniMalloc-style CSV.
+    label: str | Path = "CSV",
+) -> str:
+    """``problem`` (and optionally a plan's offsets) as MiniMalloc-style CSV text.
+
+    Writing it is :func:`viewer.export.problem_csv.write_problem_csv`'s job (atomically).
 
     Parameters
     ----------
     problem : PlanningProblem
         Each buffer becomes a row ``id,lower,upper,size`` with ``lower=first``,
         ``upper=last+1`` (half-open).
-    path : str or Path
-        File to write (overwritten).
     plan : Plan, optional
         When given, an ``offset`` column (bytes) is added from ``plan.offsets[buffer.id]``.
     names : sequence of str, optional
         ``names[i]`` is written as the id of ``problem.buffers[i]``; default the buffer ids.
+    label : str or Path
+        Names the output in messages (the path it goes to).
 
     Raises
     ------
     viewer.errors.PlanningError
-        When the file cannot be written, ``names`` has the wrong length, or ``plan`` lacks
-        an offset for some buffer.
+        When ``names`` has the wrong length or ``plan`` lacks an offset for some buffer.
     """
-    path = Path(path)
+    import io
+
     bufs = problem.buffers
     if names is not None and len(names) != len(bufs):
         raise PlanningError(
-            f"{path}: {len(names)} names given for {len(bufs)} buffers"
+            f"{label}: {len(names)} names given for {len(bufs)} buffers"
         )
     if plan is not None:
         lacking = [b.id for b in bufs if b.id not in plan.offsets]
         if lacking:
             raise PlanningError(
-                f"{path}: plan {plan.planner!r} has no offset for buffers {lacking[:10]}"
+                f"{label}: plan {plan.planner!r} has no offset for buffers {lacking[:10]}"
             )
     header = ["id", "lower", "upper", "size"] + (["offset"] if plan is not None else [])
-    try:
-        with path.open("w", newline="", encoding="utf-8") as f:
-            w = csv.writer(f, lineterminator="\n")
-            w.writerow(header)
-            for i, b in enumerate(bufs):
-                row = [names[i] if names is not None else b.id, b.first, b.last + 1, b.size]
-                if plan is not None:
-                    row.append(int(plan.offsets[b.id]))
-                w.writerow(row)
-    except OSError as e:
-        raise PlanningError(f"{path}: cannot write CSV: {e.strerror or e}") from None
+    f = io.StringIO(newline="")
+    w = csv.writer(f, lineterminator="\n")
+    w.writerow(header)
+    for i, b in enumerate(bufs):
+        row = [names[i] if names is not None else b.id, b.first, b.last + 1, b.size]
+        if plan is not None:
+            row.append(int(plan.offsets[b.id]))
+        w.writerow(row)
+    return f.getvalue()

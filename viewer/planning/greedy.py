@@ -28,7 +28,7 @@ import operator
 import numpy as np
 
 from viewer.planning.registry import register
-from viewer.planning.types import DEFAULT_ALIGNMENT, Plan, PlanningProblem, align_up
+from viewer.planning.types import DEFAULT_ALIGNMENT, Plan, PlanningProblem, align_up, unique_sorted
 
 _PAPER = "Pisarchyk & Lee, arXiv:2001.03288"
 _TFLITE_GPU = "tensorflow/lite/delegates/gpu/common/memory_management/"
@@ -340,7 +340,7 @@ def _compress_time(first: np.ndarray, last: np.ndarray) -> tuple[np.ndarray, np.
         Shape (n,), int64: inclusive segment indices.
     num_segments : int
     """
-    points = np.unique(np.concatenate([first, last + 1]))
+    points = unique_sorted(np.concatenate([first, last + 1]))
     cfirst = np.searchsorted(points, first)
     clast = np.searchsorted(points, last + 1) - 1
     return cfirst.astype(np.int64), clast.astype(np.int64), max(len(points) - 1, 0)
@@ -376,6 +376,31 @@ def _range_min(values: np.ndarray, lo: np.ndarray, hi: np.ndarray) -> np.ndarray
             table = levels[level]
             out[sel] = np.minimum(table[lo[sel]], table[hi[sel] - (1 << level) + 1])
     return out
+
+
+#: Objects tried one by one per tensor before the busy ones are found in one numpy pass.
+_TRIES = 32
+
+
+def _first_free_object(assigned, first, last, f: int, l: int, obj_size: np.ndarray, s: int) -> int:
+    """The shared object greedy_by_breadth takes for a tensor of ``s`` bytes live ``[f, l]``.
+
+    Objects used by an assigned tensor whose interval overlaps ``[f, l]`` are busy; of the
+    others, the smallest at least ``s`` bytes (first created on ties), else the largest
+    smaller one (first created on ties); -1 when every object is busy.
+    """
+    busy = np.zeros(len(obj_size), dtype=bool)
+    busy[assigned[(assigned >= 0) & (first <= l) & (last >= f)]] = True
+    free = ~busy
+    big = np.flatnonzero(free & (obj_size >= s))
+    if len(big):
+        sz = obj_size[big]
+        return int(big[np.argmax(sz == sz.min())])
+    small = np.flatnonzero(free & (obj_size < s))
+    if len(small):
+        sz = obj_size[small]
+        return int(small[np.argmax(sz == sz.max())])
+    return -1
 
 
 @register(
@@ -436,7 +461,10 @@ def plan_greedy_by_breadth(
     The reference walks every operator's profile and tries every object per tensor. Here each
     tensor's turn comes from a range minimum of task positions over its interval (a sparse
     table), and objects are tried in the order of preference (size from the tensor's up, then
-    down), so the first free one is taken: O(n log n) plus the objects tried.
+    down), so the first free one is taken: O(n log n) plus the objects tried. After 32 busy
+    objects, the busy ones are found in one numpy pass over the assigned tensors instead, so a
+    graph whose tensors all overlap (16k graph outputs) costs one vectorised pass per tensor,
+    not a Python loop over every object.
     """
     alignment = _check_alignment(alignment)
     poll = _Poll(cancelled, progress, "greedy by breadth")
@@ -489,33 +517,44 @@ def plan_greedy_by_breadth(
             return False
         return not (k > 0 and obj_lasts[o][k - 1] >= f)
 
+    assigned = np.full(n, -1, dtype=np.int64)  # object of each tensor, for the dense search
+    sizes_np = np.zeros(max(n, 1), dtype=np.int64)  # object sizes, for the dense search
     for done, i in enumerate(order):
         f, l, s = first_l[i], last_l[i], size_l[i]
         best = -1
         k0 = bisect.bisect_left(by_size, (s, -1))
         tried = 0
-        for k in range(k0, len(by_size)):
+        for k in range(k0, min(len(by_size), k0 + _TRIES)):
             tried += 1
             if free(by_size[k][1], f, l):
                 best = by_size[k][1]
                 break
-        if best == -1:
+        if best == -1 and tried == len(by_size) - k0:
             j = k0 - 1
-            while j >= 0 and best == -1:
+            while j >= 0 and best == -1 and tried < _TRIES:
                 # Equal sizes: the first created wins, so try a run of equal sizes upwards.
                 g0 = bisect.bisect_left(by_size, (by_size[j][0], -1), 0, j + 1)
+                if tried + (j + 1 - g0) > _TRIES:
+                    tried = _TRIES
+                    break
                 for k in range(g0, j + 1):
                     tried += 1
                     if free(by_size[k][1], f, l):
                         best = by_size[k][1]
                         break
                 j = g0 - 1
+        if best == -1 and tried >= _TRIES:
+            # Many objects are taken at this interval: find the busy ones in one pass over the
+            # assigned tensors and take the reference's choice among the others.
+            best = _first_free_object(assigned, first, last, f, l, sizes_np[:len(obj_size)], s)
+            tried += 40 + (n >> 5)
         if best == -1:
             best = len(obj_size)
             obj_size.append(s)
             obj_firsts.append([f])
             obj_lasts.append([l])
             bisect.insort(by_size, (s, best))
+            sizes_np[best] = s
         else:
             k = bisect.bisect_left(obj_firsts[best], f)
             obj_firsts[best].insert(k, f)
@@ -523,8 +562,10 @@ def plan_greedy_by_breadth(
             if s > obj_size[best]:
                 by_size.remove((obj_size[best], best))
                 obj_size[best] = s
+                sizes_np[best] = s
                 bisect.insort(by_size, (s, best))
         obj_of[i] = best
+        assigned[i] = best
         poll.tick(4 + tried, done / n)
     obj_offset = []
     top = 0

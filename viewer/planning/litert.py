@@ -31,6 +31,8 @@ from typing import Iterable, Sequence
 import numpy as np
 
 from viewer.errors import PlanCancelled, PlanningError
+from viewer.planning._litert_arena import Arena, place_with_lists
+from viewer.planning.greedy import _Poll
 from viewer.planning.registry import register
 from viewer.planning.types import DEFAULT_ALIGNMENT, Buffer, Plan, PlanningProblem
 
@@ -58,15 +60,19 @@ class UnorderedIntSet:
     """Iteration order of a libstdc++ ``std::unordered_set<int32_t>`` (identity hash).
 
     Only what ``ArenaPlanner`` does with ``nodes_to_tensors_`` is modelled: default
-    construction, ``insert`` and iteration. Elements live in one singly linked list; each bucket
-    is a contiguous run of it. A key whose bucket is empty goes to the front of the list; any
-    other key goes to the front of its bucket's run. A rehash re-inserts the list in order.
+    construction, ``insert`` and iteration. libstdc++ keeps the elements in one singly linked
+    list, each bucket a contiguous run of it: a key whose bucket is empty goes to the front of
+    the list, any other key to the front of its bucket's run, and a rehash re-inserts the list
+    in order. So the list is the buckets, newest non-empty bucket first, each bucket's keys
+    newest first; that is what is stored (per bucket, keys in insertion order), which makes an
+    insert O(1) and a rehash O(n).
     """
 
-    __slots__ = ("_order", "_keys", "_n_bkt", "_next_resize")
+    __slots__ = ("_buckets", "_bucket_order", "_keys", "_n_bkt", "_next_resize")
 
     def __init__(self) -> None:
-        self._order: list[int] = []
+        self._buckets: dict[int, list[int]] = {}
+        self._bucket_order: list[int] = []
         self._keys: set[int] = set()
         self._n_bkt = 1
         self._next_resize = 0
@@ -96,32 +102,33 @@ class UnorderedIntSet:
             self._next_resize = self._n_bkt
         return 0
 
-    @staticmethod
-    def _place(order: list[int], key: int, n_bkt: int) -> None:
-        b = key % n_bkt
-        for i, k in enumerate(order):
-            if k % n_bkt == b:
-                order.insert(i, key)  # front of its bucket's run
-                return
-        order.insert(0, key)  # new bucket: front of the list
+    def _place(self, key: int) -> None:
+        b = key % self._n_bkt
+        run = self._buckets.get(b)
+        if run is None:
+            self._buckets[b] = [key]  # new bucket: front of the list
+            self._bucket_order.append(b)
+        else:
+            run.append(key)  # front of its bucket's run
 
     def insert(self, key: int) -> None:
         if key in self._keys:
             return
         new_n = self._need_rehash(len(self._keys), 1)
         if new_n:
-            old, self._order = self._order, []
-            self._n_bkt = new_n
+            old = list(self)
+            self._buckets, self._bucket_order, self._n_bkt = {}, [], new_n
             for k in old:
-                self._place(self._order, k, new_n)
-        self._place(self._order, key, self._n_bkt)
+                self._place(k)
+        self._place(key)
         self._keys.add(key)
 
     def __iter__(self):
-        return iter(self._order)
+        for b in reversed(self._bucket_order):
+            yield from reversed(self._buckets[b])
 
     def __len__(self) -> int:
-        return len(self._order)
+        return len(self._keys)
 
 
 def std_sort(a: list, less) -> None:
@@ -141,6 +148,78 @@ def std_sort(a: list, less) -> None:
             _unguarded_linear_insert(a, i, less)
     else:
         _insertion_sort(a, 0, n, less)
+
+
+def std_sort_ranked(a: list[int], shift: int) -> None:
+    """:func:`std_sort` of ints compared by ``v >> shift`` (the rank), with inline comparisons.
+
+    The same element moves as ``std_sort(a, lambda x, y: x >> shift < y >> shift)`` makes,
+    without a Python call per comparison: about 5x faster, for lists of 10^5 elements.
+    The low ``shift`` bits carry a payload (e.g. the element's position) that never decides.
+    """
+    n = len(a)
+    if n < 2:
+        return
+    s = shift
+    # Introsort loop, iterative on the left part exactly as libstdc++ recurses on the right.
+    stack = [(0, n, 2 * (n.bit_length() - 1))]
+    while stack:
+        first, last, depth = stack.pop()
+        while last - first > 16:
+            if depth == 0:
+                _heap_sort(a, first, last, lambda x, y: x >> s < y >> s)
+                break
+            depth -= 1
+            mid = first + (last - first) // 2
+            x, y, z = a[first + 1] >> s, a[mid] >> s, a[last - 1] >> s
+            if x < y:
+                k = mid if y < z else (last - 1 if x < z else first + 1)
+            elif x < z:
+                k = first + 1
+            elif y < z:
+                k = last - 1
+            else:
+                k = mid
+            a[first], a[k] = a[k], a[first]
+            pk = a[first] >> s
+            lo, hi = first + 1, last
+            while True:
+                while a[lo] >> s < pk:
+                    lo += 1
+                hi -= 1
+                while pk < a[hi] >> s:
+                    hi -= 1
+                if not lo < hi:
+                    break
+                a[lo], a[hi] = a[hi], a[lo]
+                lo += 1
+            # libstdc++ recurses on [cut, last) first, then loops on [first, cut): the
+            # recursion finishes before the loop goes on, so push the loop's part below it.
+            stack.append((first, lo, depth))
+            stack.append((lo, last, depth))
+            break
+    # Final insertion sort: guarded over the first 16, unguarded after.
+    lim = min(n, 16)
+    for i in range(1, lim):
+        v = a[i]
+        kv = v >> s
+        if kv < a[0] >> s:
+            a[1:i + 1] = a[0:i]
+            a[0] = v
+        else:
+            j = i - 1
+            while kv < a[j] >> s:
+                a[j + 1] = a[j]
+                j -= 1
+            a[j + 1] = v
+    for i in range(16, n):
+        v = a[i]
+        kv = v >> s
+        j = i - 1
+        while kv < a[j] >> s:
+            a[j + 1] = a[j]
+            j -= 1
+        a[j + 1] = v
 
 
 def _introsort_loop(a: list, first: int, last: int, depth: int, less) -> None:
@@ -250,14 +329,30 @@ def _default_queue(problem: PlanningProblem) -> dict[int, list[Buffer]]:
     every node then queues the other buffers that start there, by id.
     """
     n = max(problem.num_ops, 1)
+    bufs = problem.buffers
+    if not bufs:
+        return {}
+    ids, first, _, _ = problem.arrays()
+    pinned = np.fromiter((b.pinned for b in bufs), dtype=bool, count=len(bufs))
+    whole = (first == 0) & pinned
+    w = np.flatnonzero(whole)
+    w = w[np.argsort(ids[w], kind="stable")]
+    rest = np.flatnonzero(~np.isin(ids, ids[w]))
+    rest = rest[np.lexsort((ids[rest], first[rest]))]
+    nodes = np.clip(first[rest], 0, n - 1)
     queue: dict[int, list[Buffer]] = {}
-    whole = sorted((b for b in problem.buffers if b.first == 0 and b.pinned), key=lambda b: b.id)
-    if whole:
-        queue[0] = list(whole)
-    seen = {b.id for b in whole}
-    for b in sorted(problem.buffers, key=lambda b: (b.first, b.id)):
-        if b.id not in seen:
-            queue.setdefault(min(max(b.first, 0), n - 1), []).append(b)
+    if len(w):
+        queue[0] = [bufs[i] for i in w.tolist()]
+    cuts = (np.flatnonzero(np.diff(nodes)) + 1).tolist()
+    flat = [bufs[i] for i in rest.tolist()]
+    node_l = nodes.tolist()
+    for lo, hi in zip([0, *cuts], [*cuts, len(flat)]):
+        if hi > lo:
+            q = queue.get(node_l[lo])
+            if q is None:
+                queue[node_l[lo]] = flat[lo:hi]
+            else:
+                q.extend(flat[lo:hi])
     return queue
 
 
@@ -304,89 +399,52 @@ def allocation_order(
         last_node = n_nodes - 1
     entries: list[Buffer] = []
     for node in sorted(k for k in queue if first_node <= k <= last_node):
+        q = queue[node]
+        if len(q) == 1:
+            entries.append(q[0])
+            continue
         by_id: dict[int, Buffer] = {}
         s = UnorderedIntSet()
-        for b in queue[node]:
+        for b in q:
             by_id.setdefault(b.id, b)
             s.insert(b.id)
         entries.extend(by_id[t] for t in s)
     entries = [b for b in entries if b.size > 0]
-
-    def whole(b: Buffer) -> bool:
-        return b.first == 0 and b.pinned
-
-    def less(x: Buffer, y: Buffer) -> bool:
-        # CreateTensorAllocationVector's tensor_compare.
-        if whole(x):
-            return x.id < y.id if whole(y) else True
-        if whole(y):
-            return False
-        if x.size != y.size:
-            return x.size > y.size
-        return x.first < y.first
-
-    std_sort(entries, less)
-    return entries
+    return _sort_allocations(entries)
 
 
-class _Arena:
-    """``SimpleMemoryArena``: active allocations sorted by offset, best-fit ``Allocate``.
+def _sort_allocations(entries: list[Buffer]) -> list[Buffer]:
+    """``std::sort`` with ``CreateTensorAllocationVector``'s ``tensor_compare``.
 
-    The active allocations are kept in numpy arrays (offset order) so that finding the ones
-    whose usage interval intersects a new tensor's is one vectorised mask; the gap search then
-    walks only those, in offset order, exactly as ``SimpleMemoryArena::Allocate`` does.
+    Tensors that live through the whole inference (allocated at node 0, never freed) first, by
+    index; then non-increasing size; then allocation node. Each entry gets its rank under that
+    order (equal ranks are the ties); with no ties every sort agrees and numpy's is used,
+    otherwise :func:`std_sort_ranked` leaves the ties where libstdc++ does.
     """
-
-    def __init__(self, capacity: int) -> None:
-        cap = max(capacity, 1)
-        self.off = np.zeros(cap, dtype=np.int64)
-        self.size = np.zeros(cap, dtype=np.int64)
-        self.first = np.zeros(cap, dtype=np.int64)
-        self.last = np.zeros(cap, dtype=np.int64)
-        self.n = 0
-        self.high_water_mark = 0
-
-    def clear(self) -> None:
-        self.n = 0
-
-    def purge_before(self, node: int) -> None:
-        n = self.n
-        keep = np.flatnonzero(self.last[:n] >= node)
-        for arr in (self.off, self.size, self.first, self.last):
-            arr[: len(keep)] = arr[keep]
-        self.n = len(keep)
-
-    def allocate(self, alignment: int, size: int, first: int, last: int) -> int:
-        if size == 0:
-            return 0
-        n = self.n
-        best_offset = None
-        best_fit = math.inf
-        current = 0
-        if n:
-            idx = np.flatnonzero((self.last[:n] >= first) & (self.first[:n] <= last))
-            offs = self.off[idx].tolist()
-            ends = (self.off[idx] + self.size[idx]).tolist()
-            for off, end in zip(offs, ends):
-                aligned = -(-current // alignment) * alignment
-                if aligned + size <= off and off - aligned < best_fit:
-                    best_offset = aligned
-                    best_fit = off - current  # sic: unaligned, as in simple_memory_arena.cc
-                current = max(current, end)
-                if best_fit == 0:
-                    break
-        if best_offset is None:
-            best_offset = -(-current // alignment) * alignment
-        self.high_water_mark = max(self.high_water_mark, best_offset + size)
-        k = int(np.searchsorted(self.off[:n], best_offset, side="right"))  # std::upper_bound
-        if n == len(self.off):
-            for name in ("off", "size", "first", "last"):
-                setattr(self, name, np.concatenate([getattr(self, name), np.zeros(n, dtype=np.int64)]))
-        for arr, v in ((self.off, best_offset), (self.size, size), (self.first, first), (self.last, last)):
-            arr[k + 1 : n + 1] = arr[k:n]
-            arr[k] = v
-        self.n = n + 1
-        return best_offset
+    n = len(entries)
+    if n < 2:
+        return list(entries)
+    flat = np.fromiter(
+        (v for b in entries for v in (b.first == 0 and b.pinned, b.id, b.size, b.first)),
+        dtype=np.int64, count=4 * n,
+    ).reshape(n, 4)
+    whole, ids, size, first = flat[:, 0].astype(bool), flat[:, 1], flat[:, 2], flat[:, 3]
+    k1 = np.where(whole, 0, 1)
+    k2 = np.where(whole, ids, -size)
+    k3 = np.where(whole, 0, first)
+    order = np.lexsort((k3, k2, k1))
+    k1, k2, k3 = k1[order], k2[order], k3[order]
+    new_rank = np.ones(n, dtype=bool)
+    new_rank[1:] = (k1[1:] != k1[:-1]) | (k2[1:] != k2[:-1]) | (k3[1:] != k3[:-1])
+    if new_rank.all():
+        return [entries[i] for i in order.tolist()]
+    rank = np.empty(n, dtype=np.int64)
+    rank[order] = np.cumsum(new_rank) - 1
+    shift = max(n.bit_length(), 1)
+    a = ((rank << shift) | np.arange(n)).tolist()
+    std_sort_ranked(a, shift)
+    mask = (1 << shift) - 1
+    return [entries[v & mask] for v in a]
 
 
 def plan_litert_ranges(
@@ -395,6 +453,7 @@ def plan_litert_ranges(
     alignment: int = DEFAULT_ALIGNMENT,
     *,
     cancelled=None,
+    progress=None,
 ) -> Plan:
     """Run LiteRT's allocation over successive node ranges, as ``ExecuteAllocations`` is called.
 
@@ -402,6 +461,13 @@ def plan_litert_ranges(
     operator's outputs turn dynamic, and ``arena_planner_test.cc``'s
     ``LargerGraphAndStepwiseAllocation`` calls it node by node. Tensors placed by an earlier
     range stay where they are; a later range fits around those still live.
+
+    Each tensor's gap search visits only the active allocations whose usage interval
+    intersects its own (listed once for all tensors with numpy: O(n log n + overlapping
+    pairs)); when there are more than ten million overlapping pairs it falls back to one
+    vectorised mask over the active allocations per tensor. The offsets are those of the
+    straightforward re-statement, which walks every active allocation per tensor as
+    ``SimpleMemoryArena::Allocate`` does (tests/planning/_litert_reference.py).
 
     Parameters
     ----------
@@ -427,16 +493,17 @@ def plan_litert_ranges(
     """
     if alignment <= 0:
         raise PlanningError(f"litert: alignment must be positive, got {alignment}")
+    poll = _Poll(cancelled, progress, "litert")
     placed_ids = {b.id: b for b in problem.buffers}
-    arena = _Arena(len(problem.buffers))
+    arena = Arena()
     offsets: dict[int, int] = {}
     order: list[int] = []
+    high_water_mark = 0
     last_active_node = NODE_NOT_ASSIGNED
     for first_node, last_node in node_ranges:
-        if cancelled is not None and cancelled():
-            raise PlanCancelled("litert planning cancelled")
+        poll.check()
         todo = [
-            b for b in allocation_order(problem, first_node, last_node)
+            placed_ids[b.id] for b in allocation_order(problem, first_node, last_node)
             if b.id in placed_ids and b.id not in offsets
         ]
         if not todo:
@@ -446,11 +513,25 @@ def plan_litert_ranges(
             arena.clear()  # ResetAllocs
         else:
             arena.purge_before(first_node)  # PurgeActiveAllocs
+        todo_nz = [b for b in todo if b.size > 0]
+        m = len(todo_nz)
+        flat = np.fromiter(
+            (v for b in todo_nz for v in (b.first, NODE_NOT_ASSIGNED if b.pinned else b.last, b.size)),
+            dtype=np.int64, count=3 * m,
+        ).reshape(m, 3)
+        f_t, l_t, s_t = flat[:, 0].copy(), flat[:, 1].copy(), flat[:, 2].copy()
+        placed = place_with_lists(arena, f_t, l_t, s_t, alignment, poll) if m else []
+        if placed is None:
+            placed = []
+            for t in range(m):
+                placed.append(arena.allocate(alignment, int(s_t[t]), int(f_t[t]), int(l_t[t])))
+                poll.tick(8 + (arena.n >> 6), t / m)
+        it = iter(placed)
         for b in todo:
-            pb = placed_ids[b.id]
-            last = NODE_NOT_ASSIGNED if pb.pinned else pb.last
-            offsets[pb.id] = arena.allocate(alignment, pb.size, pb.first, last)
-            order.append(pb.id)
+            offsets[b.id] = next(it) if b.size > 0 else 0
+            order.append(b.id)
+            if b.size > 0:
+                high_water_mark = max(high_water_mark, offsets[b.id] + b.size)
         last_active_node = last_node
     for b in problem.buffers:
         if b.id not in offsets:
@@ -462,12 +543,13 @@ def plan_litert_ranges(
                     "any operator of the node ranges planned"
                 )
     arena_bytes = max((offsets[b.id] + b.size for b in problem.buffers), default=0)
+    poll.done()
     return Plan(
         "litert",
         offsets,
         arena_bytes,
         alignment,
-        stats={"order": tuple(order), "high_water_mark": arena.high_water_mark},
+        stats={"order": tuple(order), "high_water_mark": high_water_mark},
     )
 
 
@@ -507,4 +589,4 @@ def plan_litert(
     """
     if node_ranges is None:
         node_ranges = [(0, max(problem.num_ops, 1) - 1)]
-    return plan_litert_ranges(problem, node_ranges, alignment, cancelled=cancelled)
+    return plan_litert_ranges(problem, node_ranges, alignment, cancelled=cancelled, progress=progress)

@@ -7,8 +7,9 @@ y (byte offsets): dynamic storage allocation, NP-hard. The planner
 2. stops at once when that plan already meets the lower bound (the widest operator's breadth,
    raised by :func:`aligned_lower_bound` where alignment padding is unavoidable);
 3. asks a MiniMalloc-style exact search (:mod:`viewer.planning._minimalloc`; Moffitt, ASPLOS
-   2023, google/minimalloc src/solver.cc) whether the arena fits in the lower bound, then
-   bisects the capacity between the proven bound and the best arena found;
+   2023, google/minimalloc src/solver.cc) whether the arena fits in capacities between the
+   proven bound and the best arena, descending from the best arena in passes of geometrically
+   growing time slices, the bound itself resumed in each pass (:func:`_dfs_stage`);
 4. hands whatever gap is left to OR-Tools CP-SAT (fixed x intervals, y intervals of fixed size,
    ``AddNoOverlap2D``, minimise the highest end, hinted with the best plan, bounded below by the
    proven bound; offsets are ``alignment * k``), which also tightens the proven bound;
@@ -26,8 +27,9 @@ import numpy as np
 
 from viewer.errors import PlanCancelled, PlanningError
 from viewer.planning import _minimalloc as mm
+from viewer.planning.bounds import round_up, size_granularity
 from viewer.planning.registry import register
-from viewer.planning.types import DEFAULT_ALIGNMENT, Plan, PlanningProblem
+from viewer.planning.types import DEFAULT_ALIGNMENT, Plan, PlanningProblem, unique_sorted
 from viewer.units import format_bytes
 
 #: Seconds when ``time_limit`` is None.
@@ -67,7 +69,7 @@ def aligned_lower_bound(start: np.ndarray, end: np.ndarray, size: np.ndarray, al
         return 0
     pad = -(-size // alignment) * alignment
     best = 0
-    for t in np.unique(end):
+    for t in unique_sorted(end):
         live = (start < t) & (end >= t)
         if live.any():
             best = max(best, int(pad[live].sum() - (pad[live] - size[live]).max()))
@@ -101,8 +103,9 @@ def _heuristic_plans(problem, alignment, cancelled, time_limit) -> dict[str, Pla
 class _Anytime:
     """Best plan, proven bound and bookkeeping for one run."""
 
-    def __init__(self, problem, alignment, deadline, t0, progress, cancelled):
+    def __init__(self, problem, alignment, deadline, t0, progress, cancelled, improved=None):
         self.problem = problem
+        self.improved = improved
         self.alignment = alignment
         self.deadline = deadline
         self.t0 = t0
@@ -113,6 +116,7 @@ class _Anytime:
         self.best_arena = 0
         self.best_from = ""
         self.bound = 0
+        self.granularity = 1  # the optimum is a multiple of it
         self.log: list[dict[str, Any]] = []
         self._last_fraction = 0.0
 
@@ -130,10 +134,17 @@ class _Anytime:
             self.log.append({"stage": source, "status": "rejected", "reason": str(e)})
             return False
         self.best_offsets, self.best_arena, self.best_from = dict(offsets), int(arena), source
+        if self.improved is not None:
+            self.improved(Plan(NAME, dict(offsets), int(arena), self.alignment,
+                               int(arena) <= self.bound, min(self.bound, int(arena)),
+                               {"found_by": source, "seconds": time.monotonic() - self.t0}))
+        self.report()
         return True
 
     def raise_bound(self, b: int) -> None:
-        self.bound = max(self.bound, int(b))
+        """A proven lower bound ``b``, rounded up to :attr:`granularity` (see
+        :func:`viewer.planning.bounds.size_granularity`)."""
+        self.bound = max(self.bound, round_up(b, self.granularity))
 
     @property
     def done(self) -> bool:
@@ -158,58 +169,111 @@ class _Anytime:
                 f"(gap {gap:.1%})")
 
 
-def _dfs_stage(st: _Anytime, start, end, size, idx, ids, alignment, params, budget: float) -> str:
-    """Decision searches: first at the proven bound, then bisecting towards the best arena.
+#: Seconds of the first descent slice; every pass doubles it.
+FIRST_SLICE = 0.05
+#: The attempt at the proven bound gets this many times the descent's slice in each pass.
+BOUND_SHARE = 2.0
+#: Capacities the descent tries per pass before it hands over to the bound.
+DESCENT_TRIES = 2
 
-    Feasibility is monotone in the capacity, so "infeasible at C" proves the bound C + 1 and
-    "feasible at C" gives an arena <= C. After a timeout at C, later tries aim between C and
-    the best arena (feasible answers come faster there).
-    """
-    sw = mm.sweep(start, end)
-    stage_end = min(st.deadline, time.monotonic() + budget)
-    timed_out_at: int | None = None
-    outcome = "open"
 
-    def on_node(_solver):
-        st.report()
+class _Capacities:
+    """Open decision searches, by capacity (bytes), resumed when the same capacity comes back."""
 
-    first = True
-    while not st.done and time.monotonic() < stage_end:
-        st.poll()
-        lo, hi = st.bound, st.best_arena - 1
-        if first:
-            cap = lo
-        elif timed_out_at is None:
-            cap = (lo + hi) // 2
-        else:
-            cap = (max(timed_out_at + 1, lo) + hi + 1) // 2
-        first = False
-        if cap > hi or cap < lo:
-            break
-        remaining = stage_end - time.monotonic()
-        # The bound itself gets two thirds of the stage (a yes there ends everything); each
-        # later capacity half of what is left.
-        share = 2 / 3 if cap == st.bound and timed_out_at is None else 1 / 2
-        res = mm.decide(start, end, size, cap, alignment, params=params,
-                        deadline=time.monotonic() + max(remaining * share, 0.05),
-                        cancelled=st.cancelled, on_node=on_node, sw=sw)
-        st.log.append({"stage": "minimalloc", "capacity": int(cap), "status": res.status,
-                       "nodes": res.nodes, "seconds": round(res.seconds, 3),
-                       "preorder": res.heuristic})
-        if res.status == mm.CANCELLED:
+    def __init__(self, st: _Anytime, start, end, size, idx, ids, alignment, params, stage_end):
+        self.st, self.idx, self.ids = st, idx, ids
+        self.args = (start, end, size)
+        self.alignment, self.params, self.stage_end = alignment, params, stage_end
+        self.sw = mm.sweep(start, end)
+        self.open: dict[int, mm.Decision] = {}
+
+    def attempt(self, cap: int, seconds: float) -> str:
+        """Decide "arena <= cap?" for up to ``seconds`` more; keep what it proves or finds."""
+        st = self.st
+        d = self.open.pop(cap, None)
+        if d is None:
+            d = mm.Decision(*self.args, cap, self.alignment, params=self.params, sw=self.sw)
+        deadline = min(self.stage_end, time.monotonic() + max(seconds, 0.01))
+        status = d.run(deadline, st.cancelled, lambda _d: st.report())
+        st.log.append({"stage": "minimalloc", "capacity": int(cap), "status": status,
+                       "nodes": d.nodes, "seconds": round(d.seconds, 3), "preorder": d.heuristic})
+        if status == mm.CANCELLED:
+            d.close()
             raise PlanCancelled("optimal planner cancelled")
-        if res.status == mm.FEASIBLE:
-            offs = {int(ids[k]): int(res.offsets[j]) for j, k in enumerate(idx)}
+        if status == mm.FEASIBLE:
+            offs = {int(self.ids[k]): int(d.offsets[j]) for j, k in enumerate(self.idx)}
             st.offer({**st.zero_offsets, **offs}, "minimalloc")
             st.log[-1]["arena"] = st.best_arena
-            outcome = "improved"
-        elif res.status == mm.INFEASIBLE:
+        elif status == mm.INFEASIBLE:
             st.raise_bound(cap + 1)
-            outcome = "raised bound"
         else:
-            timed_out_at = cap if timed_out_at is None else max(timed_out_at, cap)
-            outcome = "timeout"
+            self.open[cap] = d
+        # A search outside [bound, best arena) can no longer tell anything new.
+        for c in [c for c in self.open if c < st.bound or c >= st.best_arena]:
+            self.open.pop(c).close()
         st.report()
+        return status
+
+    def close(self) -> None:
+        for d in self.open.values():
+            d.close()
+        self.open.clear()
+
+
+def _dfs_stage(st: _Anytime, start, end, size, idx, ids, alignment, params, budget: float,
+               target: int | None = None) -> str:
+    """Decision searches that descend from the best arena, in passes of growing time slices.
+
+    Feasibility is monotone in the capacity: "infeasible at C" proves the bound C + 1, and
+    "feasible at C" gives an arena <= C. Each pass, with a slice twice the last one's
+    (:data:`FIRST_SLICE` first):
+
+    1. descends from the best arena U towards the proven bound L: the capacity half way
+       between them, and after a search runs out of time the one half way from there to U
+       (closer to U feasible answers come faster; :data:`DESCENT_TRIES` of them per pass),
+       starting again half way after every answer; then
+    2. resumes the attempt at the proven bound for :data:`BOUND_SHARE` slices (a yes there ends
+       everything; nobody can say how long it takes, so it never runs long first).
+
+    Every search that runs out of time is suspended, not dropped, and resumed when a later
+    pass asks for the same capacity (the bound's attempt always is). Every improvement is
+    offered (and reported) at once.
+
+    With a ``target`` (bytes; a budget the caller wants to meet, as MiniMalloc's
+    ``--capacity``), passes ask only "does it fit in ``target``?" until that is answered, then
+    go on as above.
+    """
+    stage_end = min(st.deadline, time.monotonic() + budget)
+    caps = _Capacities(st, start, end, size, idx, ids, alignment, params, stage_end)
+    outcome = "open"
+    slice_ = FIRST_SLICE
+    try:
+        while not st.done and time.monotonic() < stage_end:
+            st.poll()
+            before = (st.best_arena, st.bound)
+            if target is not None:
+                cap = target - target % st.granularity
+                if st.bound <= cap < st.best_arena:
+                    caps.attempt(cap, BOUND_SHARE * slice_)
+                    slice_ *= 2
+                    continue
+                target = None
+            tries = 0
+            while not st.done and time.monotonic() < stage_end and tries < DESCENT_TRIES:
+                top = st.best_arena - 1
+                cap = top - (top - st.bound) // 2 ** (tries + 1)  # 1/2, 3/4, ... of the way
+                cap -= cap % st.granularity  # the same question, and a stronger answer
+                if cap <= st.bound:
+                    break  # the bound is the next step's
+                status = caps.attempt(cap, slice_)
+                tries = tries + 1 if status == mm.TIMEOUT else 0
+            if not st.done and time.monotonic() < stage_end:
+                caps.attempt(st.bound, BOUND_SHARE * slice_)
+            if (st.best_arena, st.bound) != before:
+                outcome = "improved"
+            slice_ *= 2
+    finally:
+        caps.close()
     if st.done:
         outcome = "optimal"
     return outcome
@@ -297,6 +361,8 @@ def plan_optimal(
     ingredients: tuple[str, ...] = INGREDIENTS,
     params: mm.SearchParams | None = None,
     cp_sat_workers: int = 2,
+    improved=None,
+    target_bytes: int | None = None,
 ) -> Plan:
     """Place every buffer in the smallest tensor arena this planner can find and prove.
 
@@ -320,6 +386,14 @@ def plan_optimal(
         Switches for the MiniMalloc search's ingredients (default: all on).
     cp_sat_workers : int
         CP-SAT search workers.
+    improved : callable, optional
+        ``improved(plan)`` with every better verified :class:`Plan` as soon as it is found
+        (anytime; ``stats`` has ``found_by`` and ``seconds`` since the start). ``progress``
+        is called at the same moment.
+    target_bytes : int, optional
+        A budget (bytes) to meet first: the search asks whether the arena fits in it before it
+        looks for anything smaller or proves anything (the question MiniMalloc answers for
+        its ``--capacity``); then it goes on as without it.
 
     Returns
     -------
@@ -335,8 +409,9 @@ def plan_optimal(
     Notes
     -----
     Time split: the heuristics run first (milliseconds); the MiniMalloc-style search gets 75%
-    of what is left (100% without ``cp_sat``), of which the decision at the proven bound gets
-    two thirds and each later bisection step half of the rest; CP-SAT gets the remainder.
+    of what is left (100% without ``cp_sat``), in passes that each give the descent from the
+    best arena one slice per capacity and the proven bound two, the slice doubling from
+    :data:`FIRST_SLICE` every pass; CP-SAT gets the remainder.
     Zero-size buffers sit at offset 0 and take no part in the search.
 
     Raises
@@ -351,7 +426,7 @@ def plan_optimal(
     if not limit > 0:
         raise PlanningError(f"time limit must be positive seconds, not {time_limit!r}")
     t0 = time.monotonic()
-    st = _Anytime(problem, alignment, t0 + limit, t0, progress, cancelled)
+    st = _Anytime(problem, alignment, t0 + limit, t0, progress, cancelled, improved)
     st.poll()
     ids_all, first, last, size_all = problem.arrays()
     if len(ids_all) == 0:
@@ -359,6 +434,7 @@ def plan_optimal(
                     {"gap": 0.0, "gap_bytes": 0, "status": "optimal", "ingredients": {},
                      "start": {"planner": "", "arena_bytes": 0}, "found_by": "",
                      "lower_bound": 0, "log": [], "seconds": time.monotonic() - t0})
+    st.granularity = size_granularity(size_all, alignment)
     st.raise_bound(problem.lower_bound())
     if "aligned_bound" in ingredients:
         st.raise_bound(aligned_lower_bound(first, last + 1, size_all, alignment))
@@ -394,7 +470,8 @@ def plan_optimal(
         share = 0.75 if "cp_sat" in ingredients else 1.0
         before = (st.best_arena, st.bound)
         budget = (st.deadline - time.monotonic()) * share
-        used["minimalloc"] = {"result": _dfs_stage(st, start, end, size, nz, ids_all, alignment, params, budget),
+        used["minimalloc"] = {"result": _dfs_stage(st, start, end, size, nz, ids_all, alignment, params,
+                                                   budget, target_bytes),
                               "improved_arena": before[0] - st.best_arena,
                               "raised_bound": st.bound - before[1]}
     # 3. CP-SAT for the rest of the time.
@@ -416,6 +493,7 @@ def plan_optimal(
         "start": {"planner": start_from[0], "arena_bytes": start_from[1]},
         "found_by": st.best_from,
         "lower_bound": int(problem.lower_bound()),
+        "granularity": st.granularity,
         "log": st.log,
         "seconds": time.monotonic() - t0,
     }

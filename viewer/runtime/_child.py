@@ -1,4 +1,4 @@
-"""The subprocess that runs LiteRT: ``python -m viewer.runtime._child {probe,measure,serve} MODEL ...``.
+"""The subprocess that runs LiteRT: ``python -m viewer.runtime._child {probe,measure,serve,baseline} MODEL ...``.
 
 It prints one JSON object on its stdout (the original fd 1; anything LiteRT or a kernel prints
 goes to stderr) and exits 0, also when the runtime reports an error (``{"ok": false, ...}``).
@@ -644,6 +644,17 @@ def measure(path: str, runs: int, resolver: str) -> dict:
     }
 
 
+def baseline() -> dict:
+    """The process with no model: Python, numpy and LiteRT imported (``baseline -``)."""
+    import numpy  # noqa: F401
+    from ai_edge_litert import interpreter  # noqa: F401
+
+    status, roll = _status(), _smaps_rollup()
+    return {"ok": True, "vmhwm_bytes": status.get("VmHWM"), "rss_bytes": roll.get("Rss"),
+            "pss_anon_bytes": roll.get("Pss_Anon"), "anonymous_bytes": roll.get("Anonymous"),
+            "litert_version": _litert_version()}
+
+
 def _litert_version() -> str | None:
     try:
         from importlib.metadata import version
@@ -658,7 +669,7 @@ _OUT_FD = 1
 
 def _parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="viewer.runtime._child")
-    p.add_argument("mode", choices=["probe", "measure", "serve"])
+    p.add_argument("mode", choices=["probe", "measure", "serve", "baseline"])
     p.add_argument("model")
     p.add_argument("--subgraph", type=int, default=0)
     p.add_argument("--input-shapes", default="{}")
@@ -672,6 +683,8 @@ def _parser() -> argparse.ArgumentParser:
 def _answer(args: argparse.Namespace) -> dict:
     """Run one probe or measurement; the JSON-ready answer (errors become ``ok: False``)."""
     try:
+        if args.mode == "baseline":
+            return baseline()
         if args.mode == "probe":
             invoke = {"auto": "auto", "always": True, "never": False}[args.invoke]
             return probe(args.model, args.subgraph, json.loads(args.input_shapes), invoke)

@@ -173,6 +173,8 @@ def main(argv=None) -> int:
     ap.add_argument("--invoke-seed", type=int, default=None,
                     help="invoke once on random inputs from this seed and return the outputs")
     ap.add_argument("--no-hooks", action="store_true")
+    ap.add_argument("--min-arena", action="store_true",
+                    help="also bisect the smallest arena_size TFLM accepts (16-byte aligned array)")
     args = ap.parse_args(argv)
     out_fd = os.dup(1)
     cap = tempfile.TemporaryFile()
@@ -211,9 +213,13 @@ def main(argv=None) -> int:
         result["hooks"] = hooks is not None
         if hooks is not None:
             plan = hooks.plans[-1] if hooks.plans else {"buffers": [], "offsets": {}}
-            result["planner_buffers"] = plan["buffers"]
+            result["planner_buffers"] = list(plan["buffers"])
             result["planner_offsets"] = [plan["offsets"].get(i) for i in range(len(plan["buffers"]))]
-            result["scratch_bytes"] = hooks.scratch
+            result["scratch_bytes"] = list(hooks.scratch)
+        if args.min_arena and result["ok"] and hasattr(os, "fork"):
+            result["min_arena_bytes"] = _min_arena(runtime, args.model, result["total_bytes"], args.arena)
+            cap.seek(0)
+            cap.truncate()
         if args.invoke_seed is not None:
             result["outputs"] = _invoke(it, args.invoke_seed)
     except Exception as e:  # noqa: BLE001 - reported to the parent as one line
@@ -222,6 +228,39 @@ def main(argv=None) -> int:
         result["traceback"] = traceback.format_exc()[-2000:]
     _write(out_fd, result)
     return 0
+
+
+def _min_arena(runtime, path: str, total: int, upper: int) -> int | None:
+    """Smallest ``arena_size`` (bytes) with which the interpreter is built, by bisection.
+
+    ``total`` (head + tail) is the low end: below it the allocator cannot fit what it
+    recorded. The wrapper allocates the arena itself (malloc: 16-byte aligned here).
+    """
+    def loads(n: int) -> bool:
+        # TFLM can crash on an arena too small for its bookkeeping: try each size in a fork.
+        pid = os.fork()
+        if pid == 0:
+            try:
+                runtime.Interpreter.from_file(path, arena_size=n)
+                code = 0
+            except BaseException:  # noqa: BLE001 - the exit status is the answer
+                code = 1
+            os._exit(code)
+        _, status = os.waitpid(pid, 0)
+        return os.WIFEXITED(status) and os.WEXITSTATUS(status) == 0
+
+    lo, hi = max(total - 1, 0), total
+    while not loads(hi):
+        lo, hi = hi, hi * 2 + 4096
+        if hi > upper:
+            return None
+    while hi - lo > 1:
+        mid = (lo + hi) // 2
+        if loads(mid):
+            hi = mid
+        else:
+            lo = mid
+    return hi
 
 
 def _invoke(it, seed: int) -> list:

@@ -17,6 +17,7 @@ from __future__ import annotations
 import importlib.util
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -64,6 +65,10 @@ class TflmMeasurement:
         Every ``AddBuffer`` call; ``planner_offsets`` the offset TFLM chose for each.
     outputs : tuple of dict
         Outputs of one invoke on seeded random inputs, when asked (``dtype``, ``shape``, ``hex``).
+    hooks : bool
+        The planner's buffers and the scratch requests were read (see the child's docstring).
+    min_arena_bytes : int or None
+        The smallest ``arena_size`` with which the interpreter is built (bisected), when asked.
     """
 
     ok: bool
@@ -77,6 +82,7 @@ class TflmMeasurement:
     planner_offsets: tuple = field(default=(), compare=False)
     outputs: tuple = field(default=(), compare=False)
     hooks: bool = False
+    min_arena_bytes: int | None = None
 
     def to_json(self, model=None) -> dict[str, Any]:
         """The JSON ``measure --runtime tflm --json`` prints (sizes in bytes)."""
@@ -92,6 +98,7 @@ class TflmMeasurement:
             "scratch": [{"operator": r.op, "subgraph": r.subgraph, "op_name": op_name(r),
                          "bytes": r.nbytes} for r in self.scratch],
             "scratch_measured": self.hooks,
+            "min_arena_bytes": self.min_arena_bytes,
             "allocations": [dict(a) for a in self.allocations],
             "kernels": "reference",
             "note": REFERENCE_KERNELS_NOTE,
@@ -99,7 +106,7 @@ class TflmMeasurement:
 
 
 def measure_tflm(model, *, timeout: float = 120.0, invoke_seed: int | None = None,
-                 path: str | None = None) -> TflmMeasurement:
+                 path: str | None = None, min_arena: bool = False) -> TflmMeasurement:
     """Run TFLM on ``model`` (a :class:`viewer.model.types.Model`) in a subprocess.
 
     Never raises for what the runtime does: a refusal, crash (signal), hang (``timeout``
@@ -112,9 +119,18 @@ def measure_tflm(model, *, timeout: float = 120.0, invoke_seed: int | None = Non
     args = [os.path.abspath(path)]
     if invoke_seed is not None:
         args += ["--invoke-seed", str(int(invoke_seed))]
+    if min_arena:
+        args.append("--min-arena")
     raw = _run(args, path, timeout)
     if not raw.get("ok"):
         err = raw.get("error") or "TFLM gave no answer"
+        m = re.search(r"operator #(\d+) (\S+) failed to", err)
+        g = model.subgraphs[0] if model.subgraphs else None
+        if m and g is not None and int(m.group(1)) < len(g.operators):
+            op = g.operators[int(m.group(1))]
+            dts = [g.tensors[t].dtype for t in op.inputs if 0 <= t < len(g.tensors)]
+            if dts:
+                err += f" (its inputs are {', '.join(dts)})"
         if "CUSTOM operator" in err:
             customs = sorted({op.op_name for g in model.subgraphs for op in g.operators if op.is_custom})
             if customs:
@@ -136,6 +152,7 @@ def measure_tflm(model, *, timeout: float = 120.0, invoke_seed: int | None = Non
         tuple(raw.get("allocations", ())), scratch,
         tuple(tuple(b) for b in raw.get("planner_buffers", ())),
         tuple(raw.get("planner_offsets", ())), tuple(raw.get("outputs", ())), hooks,
+        raw.get("min_arena_bytes"),
     )
 
 

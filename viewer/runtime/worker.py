@@ -26,7 +26,6 @@ import os
 import queue
 import subprocess
 import threading
-from typing import Mapping, Sequence
 
 from viewer.runtime.probe import (
     _CHILD,
@@ -313,20 +312,13 @@ def close_workers() -> None:
 atexit.register(close_workers)
 
 
-def probe_resident(
-    path: str | os.PathLike,
-    subgraph: int = 0,
-    input_shapes: Mapping[str | int, Sequence[int]] | None = None,
-    timeout: float = 60.0,
-    *,
-    check: bool = False,
-    invoke: bool | str = "auto",
-):
+def probe_resident(path: str | os.PathLike, *args, **kwargs):
     """:func:`viewer.runtime.probe.probe_model`, answered by the model's resident worker.
 
-    Same parameters, same :class:`~viewer.runtime.probe.RuntimeProbe` (built from the same
-    child answer; only ``arena_address``, an address in another process, differs). A path
-    that is not UTF-8 (which LiteRT reaches through a temporary link) runs one-shot.
+    Takes exactly :func:`probe_model`'s arguments and returns the same
+    :class:`~viewer.runtime.probe.RuntimeProbe` (built from the same child answer; only
+    ``arena_address``, an address in another process, differs). A path that is not UTF-8
+    (which LiteRT reaches through a temporary link) runs one-shot.
 
     Raises
     ------
@@ -334,16 +326,14 @@ def probe_resident(
         Only with ``check=True``, as :func:`probe_model`.
     """
     full = os.path.abspath(str(path))
-    if model_file_error(full) is None:
+    if model_file_error(full) is None and "runner" not in kwargs:
         try:
             os.path.realpath(full).encode("utf-8")
         except UnicodeEncodeError:
             pass
         else:
-            worker = worker_for(full)
-            return probe_model(path, subgraph, input_shapes, timeout, check=check, invoke=invoke,
-                               runner=worker.run)
-    return probe_model(path, subgraph, input_shapes, timeout, check=check, invoke=invoke)
+            return probe_model(path, *args, runner=worker_for(full).run, **kwargs)
+    return probe_model(path, *args, **kwargs)
 
 
 __all__ = ["RuntimeWorker", "worker_for", "close_workers", "probe_resident", "display_path"]

@@ -213,11 +213,11 @@ class PackingChart(QWidget):
             f"<b>{_esc(a.tensor_name(tensor))}</b> (tensor {tensor}, {u.kind})",
             f"shape {shape}, {dtype}" if shape != "-" else
             "kernel temporary: the runtime's scratch for its operator, live only while it runs",
-            f"{format_bytes(u.nbytes, 2)} ({u.nbytes:,d} B)",
+            f"{format_bytes(u.nbytes)} ({u.nbytes:,d} B)",
             f"producer: {_esc(prod)}",
             f"consumers: {_esc(cons)}",
             f"interval: operators {u.first_op}..{u.last_op} ({u.held_ops} held)",
-            f"offset: {format_bytes(offset, 2)} ({offset:,d} B)",
+            f"offset: {format_bytes(offset)} ({offset:,d} B)",
         ]
         if u.alias_of is not None:
             lines.append(f"in-place: shares the bytes of tensor {u.alias_of}")
@@ -265,7 +265,8 @@ class PackingChart(QWidget):
         return menu
 
     def export(self, path: str, width: int, height: int) -> None:
-        """Write the chart as it is shown (colour mode, filter) to a PNG or SVG.
+        """Write the chart as it is shown (colour mode, filter) to a PNG or SVG, replacing an
+        existing file (the caller's save dialog has asked).
 
         Raises
         ------
@@ -278,7 +279,7 @@ class PackingChart(QWidget):
         if self._data is None:
             raise UsageError(f"{path}: no chart to export (open a model first)")
         export_chart_data(self._data, path, width=int(width), height=int(height),
-                          faded=self._faded_mask())
+                          faded=self._faded_mask(), force=True)  # the window asked already
 
     # --- building ---------------------------------------------------------------------------
 

@@ -134,7 +134,8 @@ class CompareView(QWidget):
         ld, rd = self.left.chart_data(), self.right.chart_data()
         if ld is None or rd is None:
             raise UsageError(f"{path}: nothing to compare (open a model and make a what-if edit first)")
-        export_compare(ld, rd, path, width=int(width), height=int(height))
+        export_compare(ld, rd, path, width=int(width), height=int(height),
+                       force=True)  # the save dialog asked before replacing a file
 
     def export_dialog(self, path: str | None = None) -> str | None:
         """Ask for a file (PNG or SVG by its suffix, 2000 x 900 px) and export the pair there;

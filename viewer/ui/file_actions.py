@@ -78,9 +78,9 @@ def export_json(w, path: str | None = None) -> str | None:
     report = build_report(resp.model, resp.request.subgraph, resp.analysis, resp.plans,
                           resp.best, notes=notes, edits=doc.edits_report())
     try:
-        write_report(report, path)
-    except OSError as e:
-        dialogs.show_error(w, "Export failed", f"{path}: {e.strerror or e}")
+        write_report(report, path, force=True)  # confirm_overwrite asked
+    except (ViewerError, OSError) as e:
+        dialogs.show_error(w, "Export failed", str(e))
         return None
     w.settings.setValue("export_dir", os.path.dirname(os.path.abspath(path)))
     w.status_label.setText(f"Wrote {path}")
@@ -92,7 +92,7 @@ def save_reordered(w, path: str | None = None) -> str | None:
 
     Returns the path written, or None.
     """
-    from viewer.model.writer import write_reordered
+    from viewer.export.model_copy import write_reordered
 
     full = w.document.full_response
     if full is None or full.reorder is None:
@@ -115,11 +115,57 @@ def save_reordered(w, path: str | None = None) -> str | None:
     if not dialogs.confirm_overwrite(w, path):
         return None
     try:
-        n = write_reordered(src, path, full.request.subgraph, full.reorder.order)
+        n = write_reordered(src, path, full.request.subgraph, full.reorder.order,
+                            force=True)  # confirm_overwrite asked
     except ViewerError as e:
         dialogs.show_error(w, "Not saved", str(e))
         return None
     w.status_label.setText(f"Wrote {path} ({n:,} bytes, operators reordered)")
+    return path
+
+
+def save_offline_plan(w, path: str | None = None) -> str | None:
+    """Write a copy of the model with the shown plan as TFLM's ``OfflineMemoryAllocation``.
+
+    Only under the TFLite Micro target: every tensor TFLM plans gets the shown plan's offset;
+    kernel scratch buffers stay online (TFLM places them). Never over the open model.
+    Returns the path written, or None.
+    """
+    from viewer.export.model_copy import write_offline_planned
+
+    doc = w.document
+    resp = doc.response
+    if resp is None or doc.runtime != "tflm" or doc.planner not in resp.plans:
+        return None
+    plan = resp.plans[doc.planner]
+    src = resp.model.path
+    if path is None:
+        folder = w.settings.value("export_dir", os.path.dirname(os.path.abspath(src)))
+        path = _ask_save(w, "Save with this plan (TFLite Micro offline plan)",
+                         str(Path(str(folder)) / f"{Path(src).stem}_{doc.planner}_offline.tflite"), MODEL_FILTER)
+        if not path:
+            return None
+    try:
+        same = os.path.abspath(path) == os.path.abspath(src) or (os.path.exists(path) and os.path.samefile(path, src))
+    except OSError:
+        same = False
+    if same:
+        dialogs.show_error(w, "Not saved", f"{path}: refusing to overwrite the open model; choose another file")
+        return None
+    if not dialogs.confirm_overwrite(w, path):
+        return None
+    n_tensors = sum(len(g.tensors) for g in resp.model.subgraphs)
+    offsets = [-1] * n_tensors
+    for u in resp.analysis.usages:
+        if u.tensor < n_tensors and u.tensor in plan.offsets:
+            offsets[u.tensor] = int(plan.offsets[u.tensor])
+    try:
+        n = write_offline_planned(src, path, offsets, len(resp.model.subgraphs), force=True)  # asked above
+    except ViewerError as e:
+        dialogs.show_error(w, "Not saved", str(e))
+        return None
+    w.status_label.setText(f"Wrote {path} ({n:,} bytes): {doc.planner}'s plan as TFLM's offline plan, "
+                           f"{sum(o >= 0 for o in offsets)} tensors fixed, scratch left online")
     return path
 
 

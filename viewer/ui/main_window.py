@@ -121,6 +121,7 @@ class MainWindow(QMainWindow):
                            ("edits_restored", self.whatif.show_edits),
                            ("status", self.status_label.setText),
                            ("failed", self._on_document_failed),
+                           ("other_changed", self._on_document_other_changed),
                            ("cancelled", self.work_cancelled.emit)):
             doc.events.connect(name, slot)
         r = self.runner
@@ -177,6 +178,19 @@ class MainWindow(QMainWindow):
         path, _ = QFileDialog.getOpenFileName(self, "Open model", start, file_actions.MODEL_FILTER)
         if path:
             self.open_model(path)
+
+    def compare_with_dialog(self) -> None:
+        """File > Compare with another model…: the compare view shows it beside this one."""
+        resp = self.document.response
+        start = os.path.dirname(resp.model.path) if resp else str(Path.home())
+        path, _ = QFileDialog.getOpenFileName(self, "Compare with model", start,
+                                              file_actions.MODEL_FILTER)
+        if path:
+            self.compare_with_model(path)
+
+    def compare_with_model(self, path: str) -> None:
+        """Open ``path`` as the second model of the compare view (in the background)."""
+        self.document.open_other(path)
 
     def open_demo(self) -> None:
         self.open_model(str(resource_path(DEMO_MODEL)))
@@ -279,6 +293,14 @@ class MainWindow(QMainWindow):
         window_actions.update_actions(self)
         self._update_compare_view()
         self.view_changed.emit()
+
+    def _on_document_other_changed(self, other) -> None:
+        """A second model opened (the compare view shows it) or closed (back to the baseline)."""
+        window_actions.update_actions(self)
+        if other is not None:
+            self.set_compare_visible(True)
+        else:
+            self._update_compare_view()
 
     def _on_document_planner_changed(self, name: str) -> None:
         self.side.set_planner(name, emit=False)

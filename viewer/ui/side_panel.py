@@ -34,7 +34,7 @@ def _html(text: str) -> str:
 
 
 def _b(n: int) -> str:
-    return f"{format_bytes(n, 2)} ({n:,} B)"
+    return f"{format_bytes(n)} ({n:,} B)"
 
 
 #: Moved operators listed in the reorder section before "... N more".
@@ -61,12 +61,12 @@ def lower_bound_text(resp: AnalysisResponse) -> str:
     add = aw.lower_bound_bytes - at.lower_bound_bytes
     mark = ("", " (shown)") if resp.temporaries_shown else (" (shown)", "")
     lines = [
-        f"lower bound (tensors only): {format_bytes(at.lower_bound_bytes, 2)}{mark[0]}",
+        f"lower bound (tensors only): {format_bytes(at.lower_bound_bytes)}{mark[0]}",
         f"   {at.lower_bound_bytes:,} B, {_widest(at)}",
-        f"lower bound with kernel temporaries: {format_bytes(aw.lower_bound_bytes, 2)}{mark[1]}",
+        f"lower bound with kernel temporaries: {format_bytes(aw.lower_bound_bytes)}{mark[1]}",
         f"   {aw.lower_bound_bytes:,} B, {_widest(aw)}",
-        f"kernel temporaries add {format_bytes(add, 2)} ({len(temps)} tensor{'s' if len(temps) != 1 else ''}, largest "
-        f"{format_bytes(largest.nbytes, 2)} at #{largest.first_op} {aw.op_name(largest.first_op)})",
+        f"kernel temporaries add {format_bytes(add)} ({len(temps)} tensor{'s' if len(temps) != 1 else ''}, largest "
+        f"{format_bytes(largest.nbytes)} at #{largest.first_op} {aw.op_name(largest.first_op)})",
     ]
     probe = resp.probe
     if probe is not None and getattr(probe, "ok", False) and probe.arena_bytes:
@@ -349,7 +349,7 @@ class SidePanel(QScrollArea):
             item.setData(Qt.ItemDataRole.UserRole, name)
             item.setToolTip(f"{name}: {plan.stats.get('seconds', 0.0) * 1000:.1f} ms")
             self.planner_table.setItem(row, 0, item)
-            self.planner_table.setItem(row, 1, _NumItem(format_bytes(plan.arena_bytes, 2), plan.arena_bytes))
+            self.planner_table.setItem(row, 1, _NumItem(format_bytes(plan.arena_bytes), plan.arena_bytes))
             g = gap_pct(plan.arena_bytes, gap_bound(resp.analysis, plan.alignment, bounds))
             self.planner_table.setItem(row, 2, _NumItem(f"{g:+.1f} %", g))
         self.planner_table.resizeColumnsToContents()
@@ -360,7 +360,7 @@ class SidePanel(QScrollArea):
         if resp.best is not None:
             best = resp.plans[resp.best]
             self.best_label.setText(
-                f"Smallest: <b>{plan_label(resp.best)}</b>, {format_bytes(best.arena_bytes, 2)} "
+                f"Smallest: <b>{plan_label(resp.best)}</b>, {format_bytes(best.arena_bytes)} "
                 f"({gap_pct(best.arena_bytes, gap_bound(resp.analysis, best.alignment, bounds)):+.1f} % "
                 f"over the {'aligned ' if gap_bound(resp.analysis, best.alignment, bounds) > lb else ''}"
                 f"lower bound)")
@@ -369,8 +369,8 @@ class SidePanel(QScrollArea):
         if opt is not None:
             bound = opt.bound_bytes or lb
             self.optimal_label.setText(
-                f"<b>Optimal</b>: {format_bytes(opt.arena_bytes, 2)}, {optimal_summary(opt)} "
-                f"(proven bound {format_bytes(bound, 2)}; "
+                f"<b>Optimal</b>: {format_bytes(opt.arena_bytes)}, {optimal_summary(opt)} "
+                f"(proven bound {format_bytes(bound)}; "
                 f"{opt.stats.get('seconds', 0.0):.1f} s)")
 
     def _fill_measured(self) -> None:
@@ -438,8 +438,8 @@ class SidePanel(QScrollArea):
         a = resp.analysis
         pct = 100.0 * res.saving_bytes / res.lower_bound_before if res.lower_bound_before else 0.0
         proof = "proven smallest" if res.exact else "best found in the time limit"
-        lines = [f"lower bound {format_bytes(res.lower_bound_before, 2)} -> "
-                 f"{format_bytes(res.lower_bound_after, 2)}: saves {format_bytes(res.saving_bytes, 2)} "
+        lines = [f"lower bound {format_bytes(res.lower_bound_before)} -> "
+                 f"{format_bytes(res.lower_bound_after)}: saves {format_bytes(res.saving_bytes)} "
                  f"({pct:.1f} %), {proof}"]
         if not res.changed:
             lines.append("no operator order lowers the lower bound; the original order is kept")
@@ -472,7 +472,7 @@ class SidePanel(QScrollArea):
         breadth = int(a.breadth[op]) if a.breadth is not None and len(a.breadth) else 0
         widest = " (the widest operator)" if op == a.widest_op else ""
         self.profile_label.setText(
-            f"#{op} {a.op_name(op)}{widest}: breadth {format_bytes(breadth, 2)}, "
+            f"#{op} {a.op_name(op)}{widest}: breadth {format_bytes(breadth)}, "
             f"{len(entries)} tensors live")
         self.profile_table.setRowCount(len(entries))
         for row, e in enumerate(entries):
@@ -480,7 +480,7 @@ class SidePanel(QScrollArea):
             item.setData(Qt.ItemDataRole.UserRole, e.tensor)
             item.setToolTip(f"tensor {e.tensor} ({e.kind})")
             self.profile_table.setItem(row, 0, item)
-            self.profile_table.setItem(row, 1, _NumItem(format_bytes(e.nbytes, 1), e.nbytes))
+            self.profile_table.setItem(row, 1, _NumItem(format_bytes(e.nbytes), e.nbytes))
             prod = "-" if e.producer is None else f"#{e.producer} {e.producer_op}"
             self.profile_table.setItem(row, 2, QTableWidgetItem(prod))
             self.profile_table.setItem(row, 3, _NumItem(str(e.held_ops), e.held_ops))

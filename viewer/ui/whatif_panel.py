@@ -226,7 +226,14 @@ class WhatIfPanel(QWidget):
         self.shapes_layout = QVBoxLayout(self.shapes_box)
         self.no_model = QLabel("no model")
         self.shapes_layout.addWidget(self.no_model)
+        self.rescale = QCheckBox("Rescale fixed sizes (estimated)")
+        self.rescale.setToolTip(
+            "With a new resolution, also rescale the sizes the model fixes for its stored one "
+            "(RESHAPE targets, RESIZE sizes, global pooling windows), as a re-export would. The "
+            "runtime cannot run the stored model so: shapes come from our inference, unmeasured.")
+        self.rescale.toggled.connect(self._on_edit_control_changed)
         outer.addWidget(self.shapes_box)
+        self.shapes_layout.addWidget(self.rescale)
 
         box = QGroupBox("Batch and precision")
         form = QFormLayout(box)
@@ -288,6 +295,7 @@ class WhatIfPanel(QWidget):
         self._quiet = True
         self.batch.setValue(1)
         self.dtype.setCurrentIndex(0)
+        self.rescale.setChecked(False)
         self._quiet = False
         if model is None:
             self.no_model.show()
@@ -300,7 +308,7 @@ class WhatIfPanel(QWidget):
             tensor = sg.tensors[t]
             ed = _InputEditor(k, tensor.name, tensor.shape)
             ed.changed.connect(self._on_edit_control_changed)
-            self.shapes_layout.addWidget(ed)
+            self.shapes_layout.insertWidget(self.shapes_layout.indexOf(self.rescale), ed)
             self._inputs.append(ed)
         self.batch.setValue(max(1, sg.tensors[inputs[0]].shape[0]) if inputs and sg.tensors[inputs[0]].shape else 1)
 
@@ -319,7 +327,8 @@ class WhatIfPanel(QWidget):
                 shapes[ed.position] = s
         base_batch = self._inputs[0].original[0] if self._inputs and self._inputs[0].original else 1
         batch = self.batch.value() if self.batch.value() != base_batch else None
-        return WhatIfEdits(input_shapes=shapes, batch=batch, activation_dtype=self.dtype.currentData())
+        return WhatIfEdits(input_shapes=shapes, batch=batch, activation_dtype=self.dtype.currentData(),
+                           rescale_fixed_sizes=self.rescale.isChecked())
 
     def budget(self) -> BudgetSettings:
         """The budget the controls describe (``limit_bytes`` None when unchecked)."""
@@ -346,6 +355,7 @@ class WhatIfPanel(QWidget):
             self.batch.setValue(max(1, edits.batch if edits is not None and edits.batch else base_batch))
             k = self.dtype.findData(edits.activation_dtype) if edits is not None else 0
             self.dtype.setCurrentIndex(max(0, k))
+            self.rescale.setChecked(edits is not None and bool(edits.rescale_fixed_sizes))
         finally:
             self._quiet = False
 
@@ -364,6 +374,7 @@ class WhatIfPanel(QWidget):
         base_batch = self._inputs[0].original[0] if self._inputs and self._inputs[0].original else 1
         self.batch.setValue(max(1, base_batch))
         self.dtype.setCurrentIndex(0)
+        self.rescale.setChecked(False)
         self._quiet = False
         self.edits_changed.emit(self.edits())
 

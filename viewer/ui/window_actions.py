@@ -8,9 +8,9 @@ from __future__ import annotations
 
 from PySide6.QtCore import Qt
 from PySide6.QtGui import QAction, QKeySequence
-from PySide6.QtWidgets import QDockWidget, QProgressBar, QToolButton
+from PySide6.QtWidgets import QComboBox, QDockWidget, QProgressBar, QToolButton
 
-from viewer.ui import dialogs
+from viewer.ui import dialogs, file_actions
 
 
 def _action(w, text: str, slot, shortcut=None, tip: str = "", checkable: bool = False) -> QAction:
@@ -54,12 +54,17 @@ def build_menus(w) -> None:
                             "Open a .tflite model")
     w.demo_action = _action(w, "Open &demo model", w.open_demo)
     w.recent_menu = m.addMenu("Open &recent")
+    w.compare_model_action = _action(w, "Compare with another &model…", w.compare_with_dialog,
+                                     "Ctrl+Shift+M", "Show a second model beside this one, on one y scale")
+    w.close_compare_model_action = _action(w, "Stop comparing with the other model",
+                                           lambda: w.document.close_other())
     w.export_image_action = _action(w, "&Export image…", lambda: w.export_image(), "Ctrl+E",
                                     "Save the chart as PNG or SVG")
     w.export_json_action = _action(w, "Export &JSON…", lambda: w.export_json(), "Ctrl+Shift+E",
                                    "Save the report (the same object as 'plan --json')")
     w.quit_action = _action(w, "&Quit", w.close, QKeySequence.StandardKey.Quit)
-    for a in (w.open_action, w.demo_action, w.recent_menu.menuAction(), None, w.export_image_action,
+    for a in (w.open_action, w.demo_action, w.recent_menu.menuAction(), None,
+              w.compare_model_action, w.close_compare_model_action, None, w.export_image_action,
               w.export_json_action, None, w.quit_action):
         m.addSeparator() if a is None else m.addAction(a)
 
@@ -114,7 +119,12 @@ def build_menus(w) -> None:
     w.save_reordered_action = _action(
         w, "&Save reordered model…", lambda: w.save_reordered(), None,
         "Write a copy of the model with the operators in the new order")
-    for a in (w.optimize_action, w.reorder_action, w.restore_order_action, w.save_reordered_action):
+    w.save_offline_plan_action = _action(
+        w, "Save with this plan (TFLite Micro)…", lambda: file_actions.save_offline_plan(w), None,
+        "Write a copy of the model whose OfflineMemoryAllocation entry holds the shown plan's "
+        "offsets, so TFLite Micro's planner uses it (runtime target TFLite Micro)")
+    for a in (w.optimize_action, w.reorder_action, w.restore_order_action, w.save_reordered_action,
+              w.save_offline_plan_action):
         m.addAction(a)
 
     m = mb.addMenu("&Help")
@@ -133,17 +143,36 @@ def build_toolbar(w) -> None:
     bar.addAction(w.compare_action)
     bar.addAction(w.optimize_action)
     bar.addAction(w.reorder_action)
+    bar.addSeparator()
+    bar.addWidget(_runtime_combo(w))
+
+
+def _runtime_combo(w) -> QComboBox:
+    """Runtime target: LiteRT or TensorFlow Lite Micro (its rules, planners and tail)."""
+    combo = QComboBox()
+    combo.setObjectName("runtime_combo")
+    combo.addItem("LiteRT", "litert")
+    combo.addItem("TFLite Micro", "tflm")
+    combo.setToolTip("Runtime target: LiteRT's arena, or TensorFlow Lite Micro's (graph inputs "
+                     "freed after last use, 16-byte sizes, its greedy planner, persistent tail)")
+    combo.setCurrentIndex(max(combo.findData(w.document.runtime), 0))
+    combo.currentIndexChanged.connect(lambda i: w.document.set_runtime(combo.itemData(i)))
+    w.runtime_combo = combo
+    return combo
 
 
 def update_actions(w) -> None:
     """Enable what the document allows now."""
     doc = w.document
     has = doc.response is not None
-    for a in (w.export_image_action, w.export_json_action, w.optimize_action, w.reorder_action):
+    for a in (w.export_image_action, w.export_json_action, w.optimize_action, w.reorder_action,
+              w.compare_model_action):
         a.setEnabled(has)
+    w.close_compare_model_action.setEnabled(doc.other is not None)
     full = doc.full_response
     w.restore_order_action.setEnabled(doc.is_reordered and doc.before_reorder is not None)
     w.save_reordered_action.setEnabled(doc.is_reordered and full.reorder.changed)
+    w.save_offline_plan_action.setEnabled(has and doc.runtime == "tflm")
     w.temporaries_action.setEnabled(doc.has_temporaries)
     w.temporaries_action.blockSignals(True)
     w.temporaries_action.setChecked(doc.with_temporaries and doc.has_temporaries)

@@ -31,7 +31,7 @@ from viewer.document.work import (  # noqa: F401 (re-exported: the window's and 
     plan_label,
     temporary_names,
 )
-from viewer.errors import PlanCancelled, ViewerError
+from viewer.errors import FIXED_SIZE_HINTS, PlanCancelled, ViewerError
 
 
 class TaskSignals(QObject):
@@ -64,7 +64,8 @@ class _Task(QRunnable):
         except PlanCancelled:
             sig.cancelled.emit(serial)
         except ViewerError as e:
-            sig.failed.emit(serial, str(e))
+            hint = FIXED_SIZE_HINTS["window"] if getattr(e, "fixed_size", False) else ""
+            sig.failed.emit(serial, str(e) + hint)
         except Exception as e:  # never a crash: report it as one line
             traceback.print_exc()
             sig.failed.emit(serial, f"{self.request.path}: internal error: {type(e).__name__}: {e}")

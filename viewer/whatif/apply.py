@@ -271,7 +271,8 @@ def _runtime_shapes(
         tname = f" tensor {t} '{sg.tensors[t].name}'" if t >= 0 else ""
         raise WhatIfError(
             f"{model.path}: operator {op} ({m.group(2)}){tname} cannot take the new input shape: "
-            f"the LiteRT runtime failed to prepare it ({why})"
+            f"the LiteRT runtime failed to prepare it ({why})",
+            fixed_size=True,
         )
     return None, msg
 

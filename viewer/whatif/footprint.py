@@ -430,10 +430,11 @@ def footprint(
     arena_source, arena_method = SOURCE_PLANNED, f"planner {planner} over the model's tensors"
     measured_arena = None
     if measure:
-        from viewer.runtime.probe import probe_analysis, probe_model
+        from viewer.runtime.probe import probe_analysis
+        from viewer.runtime.worker import probe_resident  # the model's resident LiteRT worker
 
         shapes = None if shapes_estimated else _probe_positions(model, subgraph_index, edited.input_shapes)
-        probe = probe_model(model.path, subgraph_index, input_shapes=shapes, timeout=timeout)
+        probe = probe_resident(model.path, subgraph_index, input_shapes=shapes, timeout=timeout)
         if not probe.ok:
             unknowns.append(_not_measured(model, subgraph_index, probe.error))
             notes.append(f"not measured ({probe.error}); the arena below holds the model's "

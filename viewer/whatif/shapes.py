@@ -118,7 +118,8 @@ def infer_shapes(
             hint = (f" (input tensor {dyn[0]} has a data-dependent shape, known only when the model runs)"
                     if dyn else "")
             raise WhatIfError(
-                f"{prefix}operator {op.index} ({op.op_name}){tname} cannot take the new input shape: {e}{hint}"
+                f"{prefix}operator {op.index} ({op.op_name}){tname} cannot take the new input shape: {e}{hint}",
+                fixed_size=rescale is None and not dyn,
             ) from None
         for t, s in zip(op.outputs, new):
             if t < 0:

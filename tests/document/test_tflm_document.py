@@ -1,0 +1,34 @@
+"""The document's TFLite Micro target, run synchronously (TFLM measured in a subprocess)."""
+
+from __future__ import annotations
+
+import pytest
+
+from tests.conftest import shared_model
+from tests.document.test_document import SyncRunner
+from viewer.document import Document
+from viewer.runtime.tflm_probe import tflm_available
+
+
+@pytest.mark.skipif(not tflm_available(), reason="tflite-micro not installed")
+def test_tflm_target_shows_tflms_own_plan_and_both_arenas():
+    doc = Document(measure=True, runtime="tflm")
+    SyncRunner(doc)
+    doc.open(str(shared_model("tfmicro_person_detect_int8.tflite")))
+    r = doc.response
+    assert r.plans["tflm_measured"].arena_bytes == r.plans["tflm_greedy"].arena_bytes == 55296
+    assert any("tail 29,968 B" in n for n in r.notes)
+    assert any(n.startswith("LiteRT arena") for n in r.notes)
+
+
+def test_switching_runtime_replans_subgraph_0_without_measuring():
+    doc = Document(measure=False)
+    run = SyncRunner(doc)
+    doc.open(str(shared_model("litert_testdata_multi_subgraphs_while.tflite")))
+    assert "tflm_greedy" not in doc.response.plans
+    doc.set_runtime("tflm")
+    assert run.kinds[-1] == "open" and doc.response.request.runtime == "tflm"
+    assert "tflm_greedy" in doc.response.plans and doc.response.request.subgraph == 0
+    assert "scratch and persistent not measured" in doc.response.measure_note
+    doc.set_runtime("litert")
+    assert "tflm_greedy" not in doc.response.plans

@@ -1,0 +1,160 @@
+"""``arena-viewer measure MODEL --cgroup``: check's predicted total against this machine's kernel.
+
+Runs N invocations of MODEL (LiteRT, no delegates) in fresh memory cgroups and bisects the
+smallest limit at which the process survives; prints it beside ``check``'s predicted total under
+the same conventions (``--runtime-overhead``, ``--weights copied|mapped``), the difference, and
+the process baseline (the same child with no model: Python, numpy and LiteRT), which is what
+most of the difference consists of.
+
+Exit 0 when measured; 2 bad input or a runtime failure; 3 when no memory cgroup can be created
+here (one line says why: no cgroup file system, no memory controller, no permission).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+
+from viewer.units import format_bytes, parse_size
+
+#: Exit status when no memory cgroup can be created: the check cannot be made here.
+EXIT_NO_CGROUP = 3
+
+
+def add_args(p) -> None:
+    """The ``--cgroup`` flag and the conventions of check's total (on ``measure``'s parser)."""
+    from viewer.whatif.budget import WEIGHTS_MODES
+
+    p.add_argument("--cgroup", action="store_true",
+                   help="run N invocations inside fresh memory cgroups (v2, or v1 where that is "
+                        "what the machine has), bisect the smallest limit at which the process "
+                        "survives and print it beside check's predicted total and the process "
+                        f"baseline; exit {EXIT_NO_CGROUP} with one line when no cgroup can be created")
+    p.add_argument("--weights", choices=WEIGHTS_MODES, default="copied",
+                   help="with --cgroup: count the weights in check's total (copied, default) or not "
+                        "(mapped), as check does")
+    p.add_argument("--runtime-overhead", default="0", metavar="SIZE",
+                   help="with --cgroup: the runtime overhead check's total adds (default 0)")
+
+
+def _b(n) -> str:
+    if n is None:
+        return "n/a"
+    return f"{n:,d} B" + (f" ({format_bytes(n)})" if abs(n) >= 1024 else "")
+
+
+def predicted_total(model_path: str, weights: str, runtime_bytes: int, timeout: float) -> dict:
+    """What ``check`` counts for ``model_path``: the terms and their sum (bytes)."""
+    from viewer.cli.check import _counted_arena
+    from viewer.model.reader import load_model
+    from viewer.whatif.budget import fixed_bytes
+    from viewer.whatif.footprint import footprint
+
+    model = load_model(model_path)
+    fp = footprint(model, 0, None, measure=True, timeout=timeout)
+    arena = _counted_arena(fp, "litert")
+    terms = {"arena_bytes": arena, "persistent_bytes": fp.persistent_bytes,
+             "other_subgraphs_bytes": fp.other_subgraphs_bytes, "runtime_bytes": runtime_bytes,
+             "weights_bytes": model.weights_bytes, "weights_counted": weights == "copied"}
+    total = arena + fp.persistent_bytes + fp.other_subgraphs_bytes + fixed_bytes(
+        model.weights_bytes, runtime_bytes, weights)
+    return {"total_bytes": total, "measured": fp.measured, "terms": terms, "notes": list(fp.notes)}
+
+
+def run(args: argparse.Namespace) -> int:
+    from viewer.runtime import cgroup as cg
+
+    path = cg.check_model(args.model)
+    runtime = parse_size(args.runtime_overhead)
+    try:
+        support = cg.detect()
+    except cg.CgroupUnavailable as e:
+        print(f"arena-viewer measure --cgroup: no memory cgroup can be created here: {e}",
+              file=sys.stderr)
+        return EXIT_NO_CGROUP
+    predicted = predicted_total(path, args.weights, runtime, args.timeout)
+
+    def progress(r) -> None:
+        if not args.json:
+            lim = "no limit" if r.limit_bytes is None else _b(r.limit_bytes)
+            print(f"  run at {lim}: {'survived' if r.survived else r.how} "
+                  f"(peak charge {_b(r.peak_bytes)}, {r.seconds:.1f} s)", file=sys.stderr)
+
+    try:
+        found = cg.smallest_surviving_limit(cg.measure_args(path, args.runs), support=support,
+                                            timeout=args.timeout, progress=progress)
+        base = cg.process_baseline(support=support, timeout=args.timeout)
+    except cg.CgroupUnavailable as e:
+        print(f"arena-viewer measure --cgroup: {e}", file=sys.stderr)
+        return EXIT_NO_CGROUP
+    report = _report(args, path, support, predicted, found, base)
+    if args.json:
+        json.dump(report, sys.stdout, indent=1)
+        sys.stdout.write("\n")
+    else:
+        _print(report)
+    return 0
+
+
+def _run_json(r) -> dict:
+    return {"limit_bytes": r.limit_bytes, "survived": r.survived, "how": r.how or None,
+            "peak_bytes": r.peak_bytes, "events": dict(r.events), "pressure": r.pressure,
+            "seconds": round(r.seconds, 3), "vmhwm_bytes": r.answer.get("vmhwm_bytes")}
+
+
+def _report(args, path, support, predicted, found, base) -> dict:
+    limit = found.smallest_surviving_bytes
+    diff = limit - predicted["total_bytes"]
+    base_bytes = base.peak_bytes if base.survived else None
+    return {
+        "model": path, "runs": args.runs, "cgroup_version": support.version,
+        "cgroup_parent": support.parent,
+        "predicted_total_bytes": predicted["total_bytes"], "predicted_terms": predicted["terms"],
+        "predicted_measured": predicted["measured"],
+        "smallest_surviving_limit_bytes": limit,
+        "largest_failing_limit_bytes": found.largest_failing_bytes,
+        "difference_bytes": diff,
+        "process_baseline_bytes": base_bytes,
+        "process_baseline_vmhwm_bytes": base.answer.get("vmhwm_bytes"),
+        "remainder_bytes": diff - base_bytes if base_bytes is not None else None,
+        "unlimited_peak_bytes": found.unlimited.peak_bytes,
+        "runs_made": [_run_json(r) for r in found.runs],
+        "notes": predicted["notes"] + [
+            "the limit is the cgroup's (anonymous memory plus the page cache the process "
+            "faulted in, which the kernel reclaims before it OOM-kills); bisected to 1 MiB",
+            "process baseline: the same child with no model (Python, numpy, LiteRT imported), "
+            "its peak charge in a cgroup without a limit (shared libraries already in the page "
+            "cache are charged to whoever read them first, so VmHWM is larger)",
+        ] + ([
+            "this process maps the model file (LiteRT's BuildFromFile): its weights are page "
+            "cache, reclaimable at the limit, yet --weights copied counts them; compare with "
+            "--weights mapped"] if args.weights == "copied" else []),
+    }
+
+
+def _print(r: dict) -> None:
+    w = sys.stdout.write
+    t = r["predicted_terms"]
+    w(f"model: {r['model']}   {r['runs']} invocations per process   cgroup {r['cgroup_version']} "
+      f"(children of {r['cgroup_parent']})\n")
+    w(f"check's predicted total          {_b(r['predicted_total_bytes'])}\n")
+    w(f"  tensor arena{' (measured by LiteRT)' if r['predicted_measured'] else ' (planned)'}"
+      f"   {_b(t['arena_bytes'])}\n")
+    if t["persistent_bytes"]:
+        w(f"  + persistent                   {_b(t['persistent_bytes'])}\n")
+    if t["other_subgraphs_bytes"]:
+        w(f"  + other subgraphs' arenas      {_b(t['other_subgraphs_bytes'])}\n")
+    w(f"  + runtime overhead             {_b(t['runtime_bytes'])}\n")
+    w(f"  {'+ weights (copied, counted)' if t['weights_counted'] else '  weights (mapped, not counted)'}"
+      f"    {_b(t['weights_bytes'])}\n")
+    fail = r["largest_failing_limit_bytes"]
+    w(f"smallest limit the process survives  {_b(r['smallest_surviving_limit_bytes'])}"
+      + (f"   (killed at {_b(fail)})" if fail else "") + "\n")
+    w(f"difference (limit - predicted)   {_b(r['difference_bytes'])}\n")
+    w(f"  process baseline (no model)    {_b(r['process_baseline_bytes'])}   "
+      f"(Python + numpy + LiteRT; VmHWM {_b(r['process_baseline_vmhwm_bytes'])})\n")
+    w(f"  remainder                      {_b(r['remainder_bytes'])}   (interpreter and model "
+      "structures, input buffers, the page cache the run needs at the limit)\n")
+    for note in r["notes"]:
+        w(f"note: {note}\n")

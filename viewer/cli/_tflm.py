@@ -1,0 +1,276 @@
+"""``--runtime tflm`` for plan, check, measure and export: TensorFlow Lite Micro's arena.
+
+TFLM plans every subgraph in one arena from subgraph 0, frees graph inputs after their last
+use, rounds sizes to 16 bytes and adds a persistent tail; see :mod:`viewer.analysis.tflm` and
+:mod:`viewer.whatif.tflm_footprint`.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+
+from viewer.errors import UsageError
+from viewer.units import format_bytes
+
+RUNTIMES = ("litert", "tflm")
+
+
+def add_runtime_arg(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--runtime", choices=RUNTIMES, default="litert",
+                   help="whose arena: litert (default) or tflm (TensorFlow Lite Micro: its rules, "
+                        "its greedy planner, its persistent tail; measured with the optional "
+                        "tflite-micro package)")
+
+
+def is_tflm(args) -> bool:
+    return getattr(args, "runtime", "litert") == "tflm"
+
+
+def _b(n: int | None) -> str:
+    if n is None:
+        return "not measured"
+    return f"{n:,d} B" + (f" ({format_bytes(n)})" if abs(n) >= 1024 else "")
+
+
+def _model_and_edits(args):
+    """The model to plan (subgraph 0 rewritten by what-if edits), and whether it was edited."""
+    from viewer.cli._common import edits_from_args
+    from viewer.whatif.pipeline import prepare
+    from viewer.whatif.tflm_footprint import edited_model
+
+    if getattr(args, "subgraph", 0) != 0:
+        raise UsageError(f"{args.model}: --runtime tflm plans the whole model from subgraph 0 "
+                         f"(every subgraph in one arena); drop --subgraph {args.subgraph}")
+    edits = edits_from_args(args)
+    prep = prepare(args.model, 0, edits)
+    edited = edits is not None and not edits.is_empty()
+    return edited_model(prep.model, prep.analysis.subgraph if edited else None), edited, list(prep.notes)
+
+
+# --- check ------------------------------------------------------------------------------------
+
+def run_check(args) -> int:
+    """``check --runtime tflm``: head + tail + margins = tensor_arena_size, against the budget."""
+    from viewer.units import parse_size
+    from viewer.whatif.tflm_footprint import arena_terms, tflm_footprint
+
+    limit = parse_size(args.budget)
+    if limit <= 0:
+        raise UsageError(f"--budget {args.budget}: a device budget must be more than 0 bytes")
+    overhead = parse_size(args.runtime_overhead)
+    model, edited, notes = _model_and_edits(args)
+    planner = "tflm_greedy" if args.planner in ("litert", None) else args.planner
+    fp = tflm_footprint(model, planner=planner, measure=args.measure, edited=edited,
+                        timeout=args.timeout, time_limit=args.time_limit)
+    weights_mode = args.weights or "mapped"
+    weights = model.weights_bytes if weights_mode == "copied" else 0
+    size = fp.tensor_arena_size_bytes
+    used = None if size is None else size + overhead + weights
+    lower = fp.head_bytes + overhead + weights  # what is certain without the tail
+    if used is not None:
+        fits = used <= limit
+        verdict = "fits" if fits else "DOES NOT FIT"
+    else:
+        fits = False
+        verdict = ("DOES NOT FIT (the planned head alone is over)" if lower > limit
+                   else "NOT VERIFIED (scratch and persistent not measured)")
+    terms = arena_terms(fp)
+    report = {
+        "model": str(args.model), "runtime": "tflm", "planner": fp.planner, "fits": fits,
+        "verdict": verdict, "limit_bytes": limit, "measured": fp.measured,
+        "head_bytes": fp.head_bytes, "tail_bytes": fp.tail_bytes,
+        "prepare_extra_bytes": fp.prepare_extra_bytes, "alignment_margin_bytes": fp.margin_bytes,
+        "tensor_arena_size_bytes": size, "weights_bytes": model.weights_bytes,
+        "arena_bytes": fp.head_bytes, "persistent_bytes": fp.tail_bytes, "other_subgraphs_bytes": 0,
+        "lower_bound_bytes": fp.problem.lower_bound(),
+        "weights_counted": weights_mode == "copied", "runtime_bytes": overhead, "used_bytes": used,
+        "headroom_bytes": None if used is None else limit - used,
+        "kernels": "reference",
+        "scratch": [],
+        "terms": [{"term": t, "bytes": v} for t, v in terms],
+        "notes": notes + list(fp.notes),
+    }
+    if fp.measurement is not None and fp.measurement.ok:
+        report["scratch"] = [{"operator": r.op, "subgraph": r.subgraph, "bytes": r.nbytes}
+                             for r in fp.measurement.scratch]
+        report["measured_head_bytes"] = fp.measurement.head_bytes
+        report["measured_total_bytes"] = fp.measurement.total_bytes
+    if args.json:
+        json.dump(report, sys.stdout, indent=1)
+        sys.stdout.write("\n")
+        return 0 if fits else 1
+    out = print
+    out(f"{args.model}: {verdict} in {_b(limit)} with TensorFlow Lite Micro (head planned by {fp.planner})")
+    for note in report["notes"]:
+        out(f"note: {note}")
+    out("  (TFLM plans every subgraph in one head, so there is no separate subgraph term)"
+        if len(model.subgraphs) > 1 else "  counted: head + tail + margins, as TFLM lays out its one arena")
+    for label, v in terms:
+        out(f"  {label:<72} {_b(v)}")
+    if weights_mode == "copied":
+        out(f"  {'+ weights (copied into RAM)':<72} {_b(model.weights_bytes)}")
+    else:
+        out(f"  {'  weights: in flash, not counted (--weights copied counts them)':<72} {_b(model.weights_bytes)}")
+    if overhead:
+        out(f"  {'+ runtime overhead (given)':<72} {_b(overhead)}")
+    if used is not None:
+        out(f"  {'= used':<72} {_b(used)}")
+        out(f"  {'headroom':<72} {_b(limit - used)}")
+        out(f"tensor_arena_size to compile in: {size}   (constexpr int kTensorArenaSize = {size};)")
+        out("  kernels measured: TFLM's reference kernels; CMSIS-NN or Xtensa kernels request "
+            "different scratch, measure with that build before trusting the last bytes")
+    else:
+        out("tensor_arena_size: not known without TFLM's measurement (pip install 'arena-viewer[tflm]'"
+            " and a model TFLM loads)")
+    return 0 if fits else 1
+
+
+# --- measure ----------------------------------------------------------------------------------
+
+def run_measure(args) -> int:
+    """``measure --runtime tflm``: the recording allocator's numbers, and the replay."""
+    from viewer.analysis.tflm import tflm_problem
+    from viewer.model.reader import load_model
+    from viewer.planning.tflm import plan_tflm_greedy
+    from viewer.runtime.tflm_probe import measure_tflm
+
+    model = load_model(args.model)
+    r = measure_tflm(model, timeout=args.timeout, min_arena=True)
+    if not r.ok:
+        from viewer.errors import RuntimeProbeError
+
+        raise RuntimeProbeError(r.error)
+    report = r.to_json(model)
+    report["model"] = str(args.model)
+    p = tflm_problem(model, r.scratch)
+    plan = plan_tflm_greedy(p)
+    exact = r.hooks and [plan.offsets[b.id] for b in p.buffers] == list(r.planner_offsets)
+    report["replay"] = {"planner": "tflm_greedy", "head_bytes": plan.arena_bytes,
+                        "equal_head": plan.arena_bytes == r.head_bytes,
+                        "every_offset_equal": bool(exact)}
+    if args.json:
+        json.dump(report, sys.stdout, indent=1)
+        sys.stdout.write("\n")
+        return 0
+    w = sys.stdout.write
+    w(f"model: {args.model}\nTensorFlow Lite Micro (recording allocator, reference kernels)\n")
+    w(f"  head (planned tensors + scratch)   {_b(r.head_bytes)}\n")
+    w(f"  tail (persistent)                  {_b(r.tail_bytes)}\n")
+    w(f"  total                              {_b(r.total_bytes)}\n")
+    if r.min_arena_bytes is not None:
+        w(f"  smallest arena_size it accepts     {_b(r.min_arena_bytes)}\n")
+    w(f"  tflm_greedy replay                 {_b(plan.arena_bytes)}   "
+      f"{'exact: every offset equal' if exact else 'head equal' if plan.arena_bytes == r.head_bytes else 'DIFFERS'}\n")
+    w(f"  kernel scratch buffers             {len(r.scratch)}"
+      + ("" if r.hooks else " (not measured: TFLM build without the expected symbols)") + "\n")
+    for s in r.scratch:
+        op = model.subgraphs[s.subgraph].operators[s.op].op_name
+        where = f"#{s.op}" if s.subgraph == 0 else f"subgraph {s.subgraph} #{s.op}"
+        w(f"    {where:<8} {op:<24} {_b(s.nbytes)}\n")
+    w("  allocations (tail and head records)\n")
+    for a in r.allocations:
+        w(f"    {a['type']:<44} {_b(a['used_bytes']):>22}  ({a['count']} {a['of']})\n")
+    w(f"note: {report['note']}\n")
+    return 0
+
+
+# --- plan -------------------------------------------------------------------------------------
+
+def plan_for(args):
+    """(footprint, analysis, plans, notes) for ``plan --runtime tflm``."""
+    from viewer.cli._common import planner_choice
+    from viewer.whatif.tflm_footprint import tflm_footprint
+
+    model, edited, notes = _model_and_edits(args)
+    names = (planner_choice(args.planner) if args.planner not in (None, "all")
+             else None)
+    if names is not None:
+        names = ["tflm_greedy" if n == "litert" else n for n in names]
+    else:
+        from viewer.planning.run import default_planner_names
+
+        names = default_planner_names(runtime="tflm")
+    fp = tflm_footprint(model, planners=names, measure=args.measure, edited=edited,
+                        time_limit=args.time_limit, min_arena=args.measure)
+    return fp, notes
+
+
+def run_plan(args) -> int:
+    """``plan --runtime tflm``: TFLM's problem, every planner under its rules, both runtimes."""
+    from viewer.cli.plan import _print_table
+    from viewer.export.report import build_report
+    from viewer.planning.run import best_plan_name
+    from viewer.planning.types import Plan
+    from viewer.whatif.tflm_footprint import compare_runtimes
+
+    fp, notes = plan_for(args)
+    plans = dict(fp.plans)
+    best = best_plan_name(plans)
+    m = fp.measurement
+    if m is not None and m.ok and m.hooks:
+        offs = {b.id: int(o) for b, o in zip(fp.problem.buffers, m.planner_offsets)}
+        plans["tflm_measured"] = Plan("tflm_measured", offs, m.head_bytes, 16,
+                                      stats={"source": "TFLM's recording allocator and planner"})
+    notes = notes + list(fp.notes)
+    if args.export_csv:
+        from viewer.planning.csv_io import write_problem_csv
+
+        write_problem_csv(fp.problem, args.export_csv, plan=plans.get(best) if best else None)
+    report = build_report(fp.model, 0, fp.analysis, plans, best, notes=tuple(notes))
+    summary, diffs = compare_runtimes(fp)
+    report["runtime"] = "tflm"
+    report["lower_bound_bytes"] = fp.problem.lower_bound()
+    report["tflm"] = {
+        "head_bytes": fp.head_bytes, "tail_bytes": fp.tail_bytes,
+        "total_bytes": None if fp.tail_bytes is None else fp.head_bytes + fp.tail_bytes,
+        "tensor_arena_size_bytes": fp.tensor_arena_size_bytes,
+        "measured": fp.measured, "kernels": "reference",
+        "scratch": [] if not fp.measured else [{"operator": r.op, "subgraph": r.subgraph, "bytes": r.nbytes}
+                                                for r in m.scratch],
+        "measured_head_bytes": m.head_bytes if fp.measured else None,
+        "allocations": [dict(a) for a in m.allocations] if fp.measured else [],
+    }
+    report["runtimes"] = {**summary, "differences": [d.__dict__ for d in diffs]}
+    if args.json:
+        json.dump(report, sys.stdout, indent=1)
+        sys.stdout.write("\n")
+        return 0
+    print("TensorFlow Lite Micro target: one arena for every subgraph, graph inputs freed after "
+          "their last use, sizes rounded to 16 B")
+    _print_table(report, fp.analysis, args.top)
+    print_side_by_side(summary, diffs)
+    return 0
+
+
+def print_side_by_side(summary: dict, diffs) -> None:
+    """Both runtimes' arenas and the reason for each difference."""
+    out = print
+    out("\nLiteRT vs TFLite Micro (model tensors, subgraph 0)")
+    out(f"  {'LiteRT arena (litert planner)':<44} {_b(summary['litert_arena_bytes'])}")
+    out(f"  {'TFLM head, tensors only (tflm_greedy)':<44} {_b(summary['tflm_head_tensors_only_bytes'])}")
+    if summary["tflm_head_bytes"] != summary["tflm_head_tensors_only_bytes"]:
+        out(f"  {'TFLM head, as counted (scratch incl.)':<44} {_b(summary['tflm_head_bytes'])}")
+    out(f"  {'TFLM tail (persistent)':<44} {_b(summary['tflm_tail_bytes'])}")
+    out(f"  {'TFLM total (head + tail)':<44} {_b(summary['tflm_total_bytes'])}")
+    out("  why they differ:")
+    for d in diffs:
+        amount = "" if d.bytes is None else f"{d.bytes:+,d} B  "
+        out(f"    {d.what:<32} LiteRT: {d.litert}; TFLM: {d.tflm}.  {amount}{d.reason}")
+
+
+def export_plan(args):
+    """(analysis, plan, notes) for ``export --runtime tflm``."""
+    from viewer.whatif.tflm_footprint import tflm_footprint
+
+    model, edited, notes = _model_and_edits(args)
+    names = [args.planner] if args.planner else None
+    fp = tflm_footprint(model, planner=args.planner or "tflm_greedy", planners=names,
+                        measure=False, edited=edited, time_limit=args.time_limit)
+    return fp.analysis, fp.plans[fp.planner], notes + list(fp.notes)
+
+
+def display(path) -> str:
+    return os.fspath(path)

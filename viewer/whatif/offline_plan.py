@@ -1,0 +1,70 @@
+"""Plan a model for TFLite Micro offline: the offsets to write into ``OfflineMemoryAllocation``.
+
+Every tensor TFLM plans gets the chosen planner's offset; the measured kernel scratch buffers
+are planned with them (so the plan leaves room for them) but stay online, as TFLM cannot take
+them offline (they are not tensors). TFLM's greedy planner then places them first-fit around the
+fixed tensors; :func:`offline_plan` predicts that with ``tflm_greedy`` (re-stated exactly), which
+is the head the runtime will report.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+
+from viewer.analysis.tflm import TFLM_ALIGNMENT, tflm_problem
+from viewer.model.types import Model
+from viewer.planning.run import run_planners
+from viewer.planning.tflm import plan_tflm_greedy
+
+
+@dataclass(frozen=True)
+class OfflinePlan:
+    """Offsets to store, and what TFLM will do with them (bytes).
+
+    Attributes
+    ----------
+    offsets : tuple of int
+        One per tensor across all subgraphs (-1: online), the metadata's order.
+    planner : str
+    planned_bytes : int
+        The planner's arena over tensors and scratch.
+    predicted_head_bytes : int
+        ``tflm_greedy`` with these offsets fixed and the scratch online: TFLM's head.
+    greedy_head_bytes : int
+        TFLM's head without an offline plan (its greedy planner on the same problem).
+    proven_optimal : bool
+    """
+
+    offsets: tuple[int, ...]
+    planner: str
+    planned_bytes: int
+    predicted_head_bytes: int
+    greedy_head_bytes: int
+    proven_optimal: bool
+    num_subgraphs: int
+    scratch_count: int
+
+
+def offline_plan(model: Model, scratch=(), *, planner: str = "optimal",
+                 time_limit: float | None = 10.0) -> OfflinePlan:
+    """Offsets for every tensor TFLM plans, from ``planner`` under TFLM's rules.
+
+    The model's own offline entry, if any, is ignored: everything is planned afresh.
+
+    Raises
+    ------
+    viewer.errors.PlanningError
+        Unknown planner.
+    """
+    n = sum(len(g.tensors) for g in model.subgraphs)
+    online = tflm_problem(model, scratch, offline_offsets=[-1] * n)
+    plan = run_planners(online, [planner], TFLM_ALIGNMENT, time_limit=time_limit)[planner]
+    greedy = plan_tflm_greedy(online).arena_bytes
+    offsets = [-1] * n
+    for b in online.buffers:
+        if b.id < online.tensor_count:
+            offsets[b.id] = int(plan.offsets[b.id])
+    fixed = replace(online, offline={i: o for i, o in enumerate(offsets) if o >= 0})
+    predicted = plan_tflm_greedy(fixed).arena_bytes
+    return OfflinePlan(tuple(offsets), planner, plan.arena_bytes, predicted, greedy,
+                       plan.proven_optimal, len(model.subgraphs), len(tuple(scratch)))
