@@ -399,3 +399,33 @@ def test_improved_reports_every_better_plan():
     assert arenas[-1] == plan.arena_bytes
     for p in seen:
         verify_plan(problem, p)
+
+
+def _solve_with(tuples_or_arrays, capacity, alignment, fast: bool, heuristic="WAT"):
+    start, end, size = tuples_or_arrays
+    params = mm.SearchParams(preordering_heuristics=(heuristic,))
+    solver = mm._Solver(size, start, end, mm.sweep(start, end), capacity, alignment, params, heuristic)
+    assert solver.fast
+    solver.fast = fast
+    status = solver.solve()
+    return status, solver.nodes, solver.backtracks, solver.solution.tolist()
+
+
+def test_fast_search_is_the_same_search():
+    """search_fast() (every ingredient on) visits exactly the nodes search() visits."""
+    rng = random.Random(23)
+    for _ in range(60):
+        tuples = _random_tuples(rng, rng.randint(3, 9))
+        alignment = rng.choice([1, 1, 4])
+        arrays = (np.array([t[0] for t in tuples]), np.array([t[1] + 1 for t in tuples]),
+                  np.array([t[2] for t in tuples]))
+        opt = _brute_force_optimum(tuples, alignment) if len(tuples) <= 7 else int(arrays[2].sum())
+        for cap in (opt - 1, opt, opt + 3):
+            for h in ("WAT", "TAW"):
+                assert (_solve_with(arrays, cap, alignment, True, h)
+                        == _solve_with(arrays, cap, alignment, False, h)), (tuples, cap, h)
+    p = BENCH / "K.1048576.csv"
+    if p.exists():
+        _, first, last, size = read_problem_csv(p)[0].arrays()
+        arrays = (first, last + 1, size)
+        assert _solve_with(arrays, 1048576, 1, True, "TWA") == _solve_with(arrays, 1048576, 1, False, "TWA")

@@ -177,3 +177,124 @@ def test_window_cli_and_compare_line_round_bytes_the_same(qtbot, window, capsys)
     window.set_compare_visible(True)
     assert "24.8 MiB →" in window.compare.delta_text(), window.compare.delta_text()
     assert "24.75" not in window.compare.delta_text() + window.side.lower_label.text()
+
+
+# --- item 4: the chart is never cut off on the right ----------------------------------------------
+
+
+def _assert_chart_inside_its_view(chart):
+    from PySide6.QtCore import QRectF
+
+    vp = QRectF(chart.view.viewport().rect())
+    p = chart.chart_plot()
+    for name in ("packing", "breadth", "legend", "title"):
+        item = getattr(p, name)
+        r = chart.view.mapFromScene(item.sceneBoundingRect()).boundingRect()
+        assert r.left() >= 0 and r.right() <= vp.right() + 1, (name, r, vp)
+    # The right border of the packing plot (its view box) and the last operator are shown.
+    vb = chart.view.mapFromScene(p.packing.getViewBox().sceneBoundingRect()).boundingRect()
+    assert vb.right() <= vp.right() + 1
+    assert p.packing.getViewBox().viewRange()[0][1] >= p.data.num_ops
+
+
+@pytest.mark.shared
+def test_bodypix_at_the_default_size_shows_the_right_border_and_legend(qtbot, window):
+    assert (window.width(), window.height()) == (1400, 860)
+    open_and_wait(qtbot, window, shared_model("coral_bodypix_mnv1_512_decoder.tflite"))
+    qtbot.wait(20)
+    _assert_chart_inside_its_view(window.chart)
+
+
+@pytest.mark.shared
+def test_resized_right_after_opening_the_chart_follows(qtbot, window):
+    """Maximised (here: resized larger) right after launch, then back: never cut off."""
+    window.open_model(str(shared_model("unet_256.tflite")))
+    window.resize(1900, 1040)
+    qtbot.waitUntil(lambda: window.chart.chart_plot() is not None, timeout=60_000)
+    qtbot.wait(50)
+    _assert_chart_inside_its_view(window.chart)
+    window.resize(1400, 860)
+    qtbot.wait(50)
+    _assert_chart_inside_its_view(window.chart)
+
+
+# --- item 9: labels do not overlap -------------------------------------------------------------------
+
+
+@pytest.mark.shared
+@pytest.mark.parametrize("model", ["unet_256.tflite", "mobilenet_v2_224.tflite", "coral_bodypix_mnv1_512_decoder.tflite"])
+def test_arena_label_overlaps_no_other_label_nor_the_widest_band(qtbot, window, model):
+    from PySide6.QtCore import QRectF
+
+    resp = open_and_wait(qtbot, window, shared_model(model))
+    for planner in resp.plans:
+        window.set_planner(planner)
+        qtbot.wait(10)
+        p = window.chart.chart_plot()
+        arena = p.arena_line.label.sceneBoundingRect()
+        others = [p.band_label.sceneBoundingRect()]
+        if p.lower_bound_line.label.isVisible():
+            others.append(p.lower_bound_line.label.sceneBoundingRect())
+        lo, hi = p.band.getRegion()
+        vb = p.packing.getViewBox()
+        band = vb.mapViewToScene(QRectF(lo, vb.viewRange()[1][0], hi - lo, vb.viewRange()[1][1])).boundingRect()
+        others.append(band)
+        for o in others:
+            assert not arena.intersects(o), (planner, arena, o)
+        # The lower bound is named on the arena's label (or the two are equal).
+        assert "lower bound" in p.arena_line.label.toPlainText()
+
+
+# --- item 5: a readable compare view -----------------------------------------------------------------
+
+
+@pytest.mark.shared
+def test_compare_view_is_readable_at_1600x1000(qtbot, window):
+    from PySide6.QtCore import QRectF
+    from PySide6.QtWidgets import QDockWidget
+
+    window.resize(1600, 1000)
+    open_and_wait(qtbot, window, shared_model("unet_256.tflite"))
+    with qtbot.waitSignal(window.view_changed, timeout=60_000):
+        window.whatif.dtype.setCurrentIndex(window.whatif.dtype.findData("float16"))
+    window.compare_action.trigger()
+    window.findChild(QDockWidget, "whatif_dock").raise_()
+    qtbot.wait(50)
+    cmp = window.compare
+    assert cmp.isVisible() and cmp.delta_text().startswith("arena 24.8 MiB → 12.4 MiB")
+    rects = []
+    for chart in (cmp.left, cmp.right):
+        p = chart.chart_plot()
+        vb = p.packing.getViewBox().sceneBoundingRect()
+        assert vb.height() >= 300, vb  # the packing plot itself, not the legends
+        # Titles shown whole (wrapped, not elided); axis labels of one chart apart.
+        assert "…" not in p.title.shown_text() and "lower bound" in p.title.shown_text()
+        labels = [p.packing.getAxis("left").label, p.breadth.getAxis("left").label]
+        a, b = (lab.sceneBoundingRect() for lab in labels)
+        assert not a.intersects(b), (a, b)
+        to_win = lambda r, c=chart: QRectF(c.view.mapTo(window, c.view.mapFromScene(r).boundingRect().topLeft()),
+                                           r.size())
+        rects += [to_win(a), to_win(b), to_win(p.title.sceneBoundingRect())]
+    left, right = rects[:3], rects[3:]
+    assert not any(x.intersects(y) for x in left for y in right)
+    # The compare view takes the centre: the What if panel's rows stay whole.
+    panel = window.whatif
+    for w in (panel.weights, panel.reset_button, panel.rescale, panel.limit.value):
+        assert w.isVisible() and w.visibleRegion().boundingRect() == w.rect(), w
+
+
+def test_kernel_temporaries_have_their_runtime_shape_in_the_table(qtbot, settings):
+    from viewer.ui.main_window import MainWindow
+
+    w = MainWindow(settings=settings, measure=True)
+    qtbot.addWidget(w)
+    w.show()
+    resp = open_and_wait(qtbot, w, resource_path(DEMO_MODEL))
+    a = resp.analysis
+    temps = [u for u in a.usages if u.tensor in a.temporaries_ops]
+    assert temps, "the demo's convolutions have im2col temporaries"
+    m = w.table.model
+    for u in temps:
+        shape = m.index(m.row_of(u.tensor), COLUMNS.index("shape")).data()
+        assert shape != "-" and shape in a.tensor_name(u.tensor), (shape, a.tensor_name(u.tensor))
+    w.runner.shutdown()

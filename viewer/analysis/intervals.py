@@ -77,6 +77,10 @@ PERSISTENT_RO_RULES: dict[str, PersistentRoRule] = {
 
 OUT_VARIABLE = "variable (LiteRT's persistent arena)"
 OUT_NEVER_WRITTEN = "never written (only read; LiteRT's planner never allocates it)"
+#: An in-place output whose root nothing writes: it shares the root's bytes, and the root has
+#: none (LiteRT gives both no memory; measured on ../shared/fuzz/B4_*).
+OUT_ALIAS_NEVER_WRITTEN = ("in-place on a tensor nothing writes (shares its bytes; LiteRT "
+                           "allocates neither)")
 OUT_RESOURCE = "resource handle (LiteRT's persistent arena)"
 OUT_DYNAMIC_OUTPUT = "dynamic (its kernel sizes it at run time, outside the arena)"
 OUT_WHILE_FORWARDED = (
@@ -276,6 +280,10 @@ def analyze(subgraph: Subgraph, *, temporaries: Iterable[Temporary] = (), model=
             first = prod
             kind = KIND_OUTPUT if t in graph_outputs else KIND_INTERMEDIATE
         if t in shared:
+            root = shared[t]
+            if root not in graph_input_set and producer.get(root) is None:
+                outside[t] = OUT_ALIAS_NEVER_WRITTEN
+                continue
             last = max([first, *cons])
             usages.append(TensorUsage(t, first, last, tensor.nbytes, KIND_ALIAS, prod, cons, shared[t]))
             continue

@@ -497,7 +497,10 @@ def fit_legend(legend: pg.LegendItem, width: float) -> int:
     # LegendItem.updateSize leaves out the grid's spacing; the grid's own size hint has it.
     hint = legend.layout.effectiveSizeHint(QtCore.Qt.SizeHint.PreferredSize)
     geo = legend.geometry().size()
-    size = QtCore.QSizeF(max(geo.width(), hint.width()), max(geo.height(), hint.height()))
+    # Never wider than the chart: a width kept from a wider layout would hold the whole
+    # layout wider than its view and cut the plots' right side off.
+    w = min(max(geo.width(), hint.width()), max(float(width) - 16.0, hint.width() if cols == 1 else 0.0))
+    size = QtCore.QSizeF(w, max(geo.height(), hint.height()))
     legend.setMinimumSize(size)
     legend.setMaximumSize(size)
     return cols
@@ -654,33 +657,32 @@ def build_chart(data: ChartData, layout: pg.GraphicsLayout, *, legend_cols: int 
     band_label.setZValue(20)
     packing.addItem(band_label)
 
-    # Lower bound and arena size.
+    # Lower bound and arena size. One label names both when they differ (the arena's, with the
+    # gap "over the lower bound X"), so the arena line never strikes through a second label a
+    # few pixels above the lower bound's; the dashed line itself is in the legend. The label
+    # sits above its line on the side away from the widest operator, never over its band.
     same = data.arena_bytes == data.lower_bound
-    # The lower bound's label sits above its line at the left end: only tensors planned above
-    # the lower bound can be there (none when arena = lower bound, and then the arena's label,
-    # right-aligned above its own line, says so and the lower bound's is hidden).
-    lb_pos, lb_anchor = 0.01, (0, 1)
     lb_line = pg.InfiniteLine(
         pos=data.lower_bound / ys, angle=0, movable=False,
         pen=_pen(THEME["lower_bound"], 1.5, QtCore.Qt.PenStyle.DashLine),
         label=f"lower bound {format_bytes(data.lower_bound)}",
-        # Under the line, on the side away from the widest operator (which touches the line);
-        # the arena's label sits right-aligned above its own line.
-        labelOpts={"position": lb_pos, "color": THEME["lower_bound"], "anchors": [lb_anchor] * 2,
+        labelOpts={"position": 0.01, "color": THEME["lower_bound"], "anchors": [(0, 1)] * 2,
                    "fill": pg.mkBrush(255, 255, 255, 210)},
     )
+    right_side = frac <= 0.5
     arena_line = pg.InfiniteLine(
         pos=data.arena_bytes / ys, angle=0, movable=False, pen=_pen(THEME["arena"], 1.5),
         label=f"arena {format_bytes(data.arena_bytes)} ({data.planner})"
-        + (" = lower bound" if same else f": +{_gap_text(data)} over the lower bound"),
-        labelOpts={"position": 0.98, "color": THEME["arena"], "anchors": [(1, 1), (1, 1)],
+        + (" = lower bound" if same else
+           f": +{_gap_text(data)} over the lower bound {format_bytes(data.lower_bound)}"),
+        labelOpts={"position": 0.98 if right_side else 0.02, "color": THEME["arena"],
+                   "anchors": [(1, 1) if right_side else (0, 1)] * 2,
                    "fill": pg.mkBrush(255, 255, 255, 210)},
     )
     for line in (lb_line, arena_line):
         line.setZValue(15)
         packing.addItem(line)
-    if same:
-        lb_line.label.setVisible(False)
+    lb_line.label.setVisible(False)  # named by the arena's label (and the breadth curve's)
 
     # Breadth curve.
     xs = np.arange(len(data.breadth) + 1, dtype=np.float64)

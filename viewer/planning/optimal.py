@@ -228,7 +228,9 @@ def _dfs_stage(st: _Anytime, start, end, size, idx, ids, alignment, params, budg
     "feasible at C" gives an arena <= C. Each pass, with a slice twice the last one's
     (:data:`FIRST_SLICE` first):
 
-    1. descends from the best arena U towards the proven bound L: the capacity half way
+    1. descends from the best arena U towards the proven bound L (with a slice that doubles
+       only after a pass where the descent found something, so a descent that has stalled
+       costs the bound's attempt little): the capacity half way
        between them, and after a search runs out of time the one half way from there to U
        (closer to U feasible answers come faster; :data:`DESCENT_TRIES` of them per pass),
        starting again half way after every answer; then
@@ -246,7 +248,8 @@ def _dfs_stage(st: _Anytime, start, end, size, idx, ids, alignment, params, budg
     stage_end = min(st.deadline, time.monotonic() + budget)
     caps = _Capacities(st, start, end, size, idx, ids, alignment, params, stage_end)
     outcome = "open"
-    slice_ = FIRST_SLICE
+    slice_ = FIRST_SLICE  # the bound's attempt gets BOUND_SHARE of it; doubles every pass
+    descent_slice = FIRST_SLICE  # doubles only after a pass whose descent found something
     try:
         while not st.done and time.monotonic() < stage_end:
             st.poll()
@@ -265,8 +268,10 @@ def _dfs_stage(st: _Anytime, start, end, size, idx, ids, alignment, params, budg
                 cap -= cap % st.granularity  # the same question, and a stronger answer
                 if cap <= st.bound:
                     break  # the bound is the next step's
-                status = caps.attempt(cap, slice_)
+                status = caps.attempt(cap, descent_slice)
                 tries = tries + 1 if status == mm.TIMEOUT else 0
+            if (st.best_arena, st.bound) != before:
+                descent_slice *= 2
             if not st.done and time.monotonic() < stage_end:
                 caps.attempt(st.bound, BOUND_SHARE * slice_)
             if (st.best_arena, st.bound) != before:

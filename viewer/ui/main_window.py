@@ -325,7 +325,7 @@ class MainWindow(QMainWindow):
         plan = resp.plans[planner]
         name = titled_model_name(os.path.basename(resp.model.path), resp.request.edits)
         self.chart.set_view(resp.analysis, plan, model_name=name, subgraph=resp.request.subgraph)
-        self.table.set_view(resp.analysis, plan)
+        self.table.set_view(resp.analysis, plan, self.document.temporary_shapes())
         self._update_budget_verdict()
 
     def _update_compare_view(self) -> None:

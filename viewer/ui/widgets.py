@@ -86,8 +86,9 @@ class WrapLabel(QLabel):
     def __init__(self, text: str = "", parent=None):
         super().__init__(text, parent)
         self.setWordWrap(True)
+        self.setAlignment(Qt.AlignmentFlag.AlignLeft | Qt.AlignmentFlag.AlignTop)
         self.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
-        self.setSizePolicy(QSizePolicy.Policy.Preferred, QSizePolicy.Policy.MinimumExpanding)
+        self.setSizePolicy(QSizePolicy.Policy.Preferred, QSizePolicy.Policy.Minimum)
 
     def setText(self, text: str) -> None:  # noqa: N802 (Qt override)
         super().setText(text)
@@ -99,6 +100,7 @@ class WrapLabel(QLabel):
 
     def _fit_height(self) -> None:
         if self.width() > 0:
+            old = self.minimumHeight()
+            super().setMinimumHeight(0)  # QLabel's heightForWidth never goes below the minimum
             h = self.heightForWidth(self.width())
-            if h > 0 and h != self.minimumHeight():
-                self.setMinimumHeight(h)
+            super().setMinimumHeight(h if h > 0 else old)

@@ -181,7 +181,7 @@ def _fixed_size(est, rt, s0: int, lo: int, hi: int) -> str | None:
     others = [s for s in (s0 // 2, s0 * 2) if lo <= s <= hi and s != s0 and s != first]
     if any(est(s)[0] is not None for s in others):
         return None
-    ask = others[-1] if others else first  # the smallest failing side: the cheapest probe
+    ask = others[-1] if others else first  # twice the stored side: the runtime names the op
     if rt(ask)[0] is not None:  # our inference rejects what the runtime takes: do not trust it
         return None
     return rt(ask)[1] or est(ask)[1] or f"the model rejects {ask}x{ask}"
