@@ -464,8 +464,13 @@ def footprint(
                 measured_arena = int(probe.arena_bytes or 0)
                 arena_source, arena_method = SOURCE_MEASURED, "LiteRT's arena"
             else:
+                from viewer.runtime.probe import measured_plan
+
                 analysis = probe_analysis(model, probe)
-                plan = _plan_like_runtime(analysis, planner, time_limit, probe)
+                # litert: the runtime's own placement is the plan (tests/runtime/test_replay.py:
+                # our litert planner reproduces it byte for byte); no need to re-plan.
+                plan = (measured_plan(probe) if planner == "litert"
+                        else _plan_like_runtime(analysis, planner, time_limit, probe))
                 measured_arena = int(probe.arena_bytes or 0)
                 how = "LiteRT's arena after allocate_tensors()"
                 if probe.invoked:
@@ -536,7 +541,7 @@ def footprint(
                           "the runtime's arena of that subgraph" if s.source == SOURCE_MEASURED
                           else f"planner {planner} over its tensors"))
     return Footprint(
-        planner=plan.planner if planner != "best" else f"best ({plan.planner})",
+        planner=planner if planner != "best" else f"best ({plan.planner})",
         analysis=analysis,
         plan=plan,
         tensor_lower_bound_bytes=base.lower_bound_bytes,
