@@ -1,0 +1,335 @@
+"""Bounds-checked, vectorised reads of flatbuffer tables and vectors, page by page from a file.
+
+The file is not mapped: mapping it makes the kernel map up to 64 KiB of page cache around every
+page the reader touches (fault-around), and a .tflite file interleaves its small ``Buffer``
+tables with the weights, so the process's RSS grew by most of the file. Instead the pages the
+reader needs are read with ``os.preadv`` into an anonymous private map of the file's size (pages
+never written stay unallocated: reading them gives zeros and costs nothing), so positions stay
+the file's own and memory is the metadata actually read. :meth:`FlatFile.peek` reads a few bytes
+without keeping their page (the ``Buffer`` tables between the weights).
+
+Every position is checked against the file before it is read, and every vector element and
+string byte decoded is charged against one budget proportional to the file size
+(:meth:`FlatFile.charge`), shared or not, so a hostile file that points many tables at one huge
+vector or string is refused in time linear in its size.
+"""
+
+from __future__ import annotations
+
+import mmap
+import os
+import struct
+from typing import Callable
+
+import numpy as np
+
+PAGE = 4096
+#: Files up to this size are read whole at once (one pread; cheaper than paging).
+SMALL_FILE = 256 * 1024
+_AR4 = np.arange(4, dtype=np.int64)
+_AR2 = np.arange(2, dtype=np.int64)
+_U32 = struct.Struct("<I")
+_I32 = struct.Struct("<i")
+_U16 = struct.Struct("<H")
+
+Fail = Callable[[str, str], Exception]
+
+
+class FlatFile:
+    """The file's bytes, fetched on demand; see the module docstring.
+
+    Parameters
+    ----------
+    fd : int
+        An open file descriptor (the caller closes it).
+    size : int
+        The file's size in bytes (>= 8).
+    fail : callable
+        ``fail(step, reason)`` -> the exception to raise (a ModelFormatError naming the file).
+    budget : int
+        Vector elements plus string bytes that may be decoded in total.
+    """
+
+    def __init__(self, fd: int, size: int, fail: Fail, budget: int):
+        self.fd = fd
+        self.size = size
+        self.fail = fail
+        self.budget = budget
+        self.mem = mmap.mmap(-1, size, flags=mmap.MAP_PRIVATE)
+        self.u8 = np.frombuffer(self.mem, dtype=np.uint8)
+        self._loaded = bytearray((size + PAGE - 1) // PAGE)
+        self._loaded_np = np.frombuffer(self._loaded, dtype=np.uint8)
+        if size <= SMALL_FILE:
+            self._load_run(0, len(self._loaded) - 1)
+
+    # -- budget and bounds ------------------------------------------------------------------
+    def charge(self, step: str, n: int) -> None:
+        """Spend ``n`` units (vector elements or string bytes) of the decode budget."""
+        self.budget -= n
+        if self.budget < 0:
+            raise self.fail(step, "more vector elements than the file can hold (string bytes "
+                                  "counted too; tables sharing one vector or string?); not a well-formed model")
+
+    def check(self, step: str, lo: int, hi: int) -> None:
+        """Raise unless ``[lo, hi)`` lies inside the file."""
+        if lo < 0 or hi > self.size or lo > hi:
+            raise self.fail(step, f"bytes [{lo}, {hi}) are outside the {self.size}-byte file")
+
+    def check_many(self, step: Callable[[int], str], lo: np.ndarray, hi: np.ndarray) -> None:
+        """Vectorised :meth:`check`; ``step(i)`` names the i-th item in the error."""
+        if len(lo) == 0:
+            return
+        bad = (lo < 0) | (hi > self.size) | (lo > hi)
+        if bad.any():
+            i = int(np.argmax(bad))
+            raise self.fail(step(i), f"bytes [{int(lo[i])}, {int(hi[i])}) are outside the {self.size}-byte file")
+
+    # -- paging -----------------------------------------------------------------------------
+    def _load_run(self, p0: int, p1: int) -> None:
+        a, b = p0 * PAGE, min((p1 + 1) * PAGE, self.size)
+        got = os.preadv(self.fd, [memoryview(self.mem)[a:b]], a)
+        if got != b - a:
+            raise self.fail("read", f"short read at byte {a} (the file changed while it was read?)")
+        self._loaded[p0:p1 + 1] = b"\1" * (p1 + 1 - p0)
+
+    def ensure(self, lo: int, hi: int) -> None:
+        """Make bytes ``[lo, hi)`` (already bounds-checked) readable in :attr:`mem`."""
+        if hi <= lo:
+            return
+        p0, p1 = lo // PAGE, (hi - 1) // PAGE
+        ld = self._loaded
+        if ld[p0] and ld[p1] and (p1 - p0 < 2 or all(ld[p0:p1 + 1])):
+            return
+        run = None
+        for p in range(p0, p1 + 1):
+            if not ld[p]:
+                if run is None:
+                    run = p
+            elif run is not None:
+                self._load_run(run, p - 1)
+                run = None
+        if run is not None:
+            self._load_run(run, p1)
+
+    def ensure_many(self, lo: np.ndarray, hi: np.ndarray) -> None:
+        """Vectorised :meth:`ensure` over ranges ``[lo[i], hi[i])``."""
+        keep = hi > lo
+        if not keep.all():
+            lo, hi = lo[keep], hi[keep]
+        if len(lo) == 0:
+            return
+        p0, p1 = lo // PAGE, (hi - 1) // PAGE
+        long = (p1 - p0) > 1
+        pages = np.concatenate([p0, p1])
+        if long.any():
+            pages = np.concatenate([pages] + [np.arange(a, b + 1) for a, b in zip(p0[long], p1[long])])
+        pages = np.unique(pages)
+        missing = pages[self._loaded_np[pages] == 0]
+        if len(missing) == 0:
+            return
+        cuts = np.nonzero(np.diff(missing) != 1)[0] + 1
+        for run in np.split(missing, cuts):
+            self._load_run(int(run[0]), int(run[-1]))
+
+    def peek(self, step: str, pos: int, n: int) -> bytes:
+        """``n`` bytes at ``pos`` (bounds-checked), without keeping their page when not loaded."""
+        self.check(step, pos, pos + n)
+        if self._loaded[pos // PAGE] and self._loaded[(pos + n - 1) // PAGE]:
+            return self.mem[pos:pos + n]
+        got = os.pread(self.fd, n, pos)
+        if len(got) != n:
+            raise self.fail("read", f"short read at byte {pos} (the file changed while it was read?)")
+        return got
+
+    # -- scalars ----------------------------------------------------------------------------
+    def u32(self, step: str, pos: int) -> int:
+        self.check(step, pos, pos + 4)
+        self.ensure(pos, pos + 4)
+        return _U32.unpack_from(self.mem, pos)[0]
+
+    def unpack(self, step: str, st: struct.Struct, pos: int):
+        self.check(step, pos, pos + st.size)
+        self.ensure(pos, pos + st.size)
+        return st.unpack_from(self.mem, pos)[0]
+
+    # -- vectorised gathers (positions already checked and ensured) -------------------------
+    def gather_u32(self, pos: np.ndarray) -> np.ndarray:
+        return self.u8[pos[:, None] + _AR4].view("<u4").reshape(-1).astype(np.int64)
+
+    def gather_i32(self, pos: np.ndarray) -> np.ndarray:
+        return self.u8[pos[:, None] + _AR4].view("<i4").reshape(-1).astype(np.int64)
+
+    def gather_u16(self, pos: np.ndarray) -> np.ndarray:
+        return self.u8[pos[:, None] + _AR2].view("<u2").reshape(-1).astype(np.int64)
+
+    def read_u32(self, step: Callable[[int], str], pos: np.ndarray) -> np.ndarray:
+        """uint32 at each position, bounds-checked and fetched."""
+        self.check_many(step, pos, pos + 4)
+        self.ensure_many(pos, pos + 4)
+        return self.gather_u32(pos)
+
+    # -- tables -----------------------------------------------------------------------------
+    def table(self, step: str, pos: int) -> "Table":
+        """One table at ``pos``."""
+        return Table(self, step, pos)
+
+    def tables(self, step: Callable[[int], str], pos: np.ndarray) -> "Tables":
+        """Many tables at once (e.g. a subgraph's tensors)."""
+        return Tables(self, step, pos)
+
+    def vector_of_tables(self, step: str, vpos: int, n: int) -> np.ndarray:
+        """Positions of the ``n`` tables a vector of offsets at ``vpos`` points to."""
+        self.charge(step, n)
+        self.check(step, vpos + 4, vpos + 4 + 4 * n)
+        self.ensure(vpos + 4, vpos + 4 + 4 * n)
+        slots = vpos + 4 + 4 * np.arange(n, dtype=np.int64)
+        return slots + np.frombuffer(self.mem, dtype="<u4", count=n, offset=vpos + 4).astype(np.int64)
+
+
+class Table:
+    """One flatbuffer table; fields are read by vtable offset (4, 6, 8, ...)."""
+
+    __slots__ = ("f", "step", "pos", "vt", "vtlen")
+
+    def __init__(self, f: FlatFile, step: str, pos: int):
+        self.f, self.step, self.pos = f, step, pos
+        self.vt = pos - f.unpack(step, _I32, pos)
+        self.vtlen = f.unpack(step, _U16, self.vt)
+
+    def field(self, voffset: int) -> int:
+        """Position of the field at ``voffset``, or 0 when absent."""
+        if voffset + 2 > self.vtlen:
+            return 0
+        off = self.f.unpack(self.step, _U16, self.vt + voffset)
+        return self.pos + off if off else 0
+
+    def scalar(self, voffset: int, st: struct.Struct, default=0):
+        p = self.field(voffset)
+        return self.f.unpack(self.step, st, p) if p else default
+
+    def vector(self, voffset: int) -> tuple[int, int]:
+        """(position of the length word, length) of a vector field; (0, 0) when absent."""
+        p = self.field(voffset)
+        if not p:
+            return 0, 0
+        v = p + self.f.u32(self.step, p)
+        return v, self.f.u32(self.step, v)
+
+    def string(self, voffset: int) -> str:
+        v, n = self.vector(voffset)
+        if not v:
+            return ""
+        f = self.f
+        f.charge(self.step, n)
+        f.check(self.step, v + 4, v + 4 + n)
+        f.ensure(v + 4, v + 4 + n)
+        return f.mem[v + 4:v + 4 + n].decode("utf-8", errors="replace")
+
+    def ints(self, voffset: int) -> tuple[int, ...]:
+        """A vector of int32 as a tuple."""
+        v, n = self.vector(voffset)
+        if not n:
+            return ()
+        f = self.f
+        f.charge(self.step, n)
+        f.check(self.step, v + 4, v + 4 + 4 * n)
+        f.ensure(v + 4, v + 4 + 4 * n)
+        return struct.unpack_from(f"<{n}i", f.mem, v + 4)
+
+
+class Tables:
+    """Many tables read together: every field access is one numpy gather over all of them."""
+
+    def __init__(self, f: FlatFile, step: Callable[[int], str], pos: np.ndarray):
+        self.f, self.step, self.pos = f, step, pos
+        f.check_many(step, pos, pos + 4)
+        f.ensure_many(pos, pos + 4)
+        self.vt = pos - f.gather_i32(pos)
+        f.check_many(step, self.vt, self.vt + 4)
+        f.ensure_many(self.vt, self.vt + 4)
+        self.vtlen = f.gather_u16(self.vt)
+
+    def field(self, voffset: int) -> np.ndarray:
+        """Field positions (0 where absent)."""
+        have = self.vtlen >= voffset + 2
+        out = np.zeros(len(self.pos), dtype=np.int64)
+        if not have.any():
+            return out
+        at = self.vt[have] + voffset
+        self.f.ensure_many(at, at + 2)
+        off = self.f.gather_u16(at)
+        out[have] = np.where(off > 0, self.pos[have] + off, 0)
+        return out
+
+    def scalar(self, voffset: int, dtype: str, default: int = 0) -> np.ndarray:
+        """One scalar field of every table (numpy dtype e.g. ``"<u4"``, ``"i1"``)."""
+        p = self.field(voffset)
+        out = np.full(len(self.pos), default, dtype=np.int64)
+        have = p > 0
+        if have.any():
+            w = np.dtype(dtype).itemsize
+            at = p[have]
+            self.f.check_many(lambda i: self.step(int(np.nonzero(have)[0][i])), at, at + w)
+            self.f.ensure_many(at, at + w)
+            raw = self.f.u8[at[:, None] + np.arange(w)]
+            out[have] = raw.view(dtype).reshape(-1)
+        return out
+
+    def vectors(self, voffset: int, elem: int) -> tuple[np.ndarray, np.ndarray]:
+        """(element start, length) of a vector field in every table; length 0 where absent.
+
+        Both ends of every vector are checked against the file.
+        """
+        p = self.field(voffset)
+        have = np.nonzero(p > 0)[0]
+        start = np.zeros(len(self.pos), dtype=np.int64)
+        n = np.zeros(len(self.pos), dtype=np.int64)
+        if len(have) == 0:
+            return start, n
+        f, at = self.f, p[have]
+        name = lambda i: self.step(int(have[i]))  # noqa: E731
+        f.check_many(name, at, at + 4)
+        f.ensure_many(at, at + 4)
+        v = at + f.gather_u32(at)
+        f.check_many(name, v, v + 4)
+        f.ensure_many(v, v + 4)
+        length = f.gather_u32(v)
+        f.check_many(name, v + 4, v + 4 + elem * length)
+        start[have], n[have] = v + 4, length
+        return start, n
+
+    def int_vectors(self, voffset: int, what: str) -> list[tuple[int, ...]]:
+        """An int32 vector field of every table, as tuples (charged against the budget)."""
+        start, n = self.vectors(voffset, 4)
+        total = int(n.sum())
+        out: list[tuple[int, ...]] = [()] * len(self.pos)
+        if total == 0:
+            return out
+        f = self.f
+        f.charge(what, total)
+        have = np.nonzero(n)[0]
+        s, k = start[have], n[have]
+        f.ensure_many(s, s + 4 * k)
+        first = np.cumsum(k) - k
+        idx = np.repeat(s - 4 * first, k) + 4 * np.arange(total, dtype=np.int64)
+        flat = f.u8[idx[:, None] + _AR4].view("<i4").reshape(-1).tolist()
+        for i, a, m in zip(have.tolist(), first.tolist(), k.tolist()):
+            out[i] = tuple(flat[a:a + m])
+        return out
+
+    def strings(self, voffset: int, what: str) -> list[str]:
+        """A string field of every table ("" where absent; bytes charged against the budget)."""
+        start, n = self.vectors(voffset, 1)
+        out = [""] * len(self.pos)
+        total = int(n.sum())
+        if total == 0:
+            return out
+        f = self.f
+        f.charge(what, total)
+        have = np.nonzero(n)[0]
+        s, e = start[have], start[have] + n[have]
+        f.ensure_many(s, e)
+        mem = f.mem
+        for i, a, b in zip(have.tolist(), s.tolist(), e.tolist()):
+            out[i] = mem[a:b].decode("utf-8", errors="replace")
+        return out
