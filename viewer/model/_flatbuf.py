@@ -24,6 +24,8 @@ from typing import Callable
 import numpy as np
 
 PAGE = 4096
+#: Up to this many tables are read with plain struct calls (:class:`SmallTables`).
+SMALL_TABLES = 32
 #: Files up to this size are read whole at once (one pread; cheaper than paging).
 SMALL_FILE = 256 * 1024
 _AR4 = np.arange(4, dtype=np.int64)
@@ -80,7 +82,7 @@ class FlatFile:
 
     def check_many(self, step: Callable[[int], str], lo: np.ndarray, hi: np.ndarray) -> None:
         """Vectorised :meth:`check`; ``step(i)`` names the i-th item in the error."""
-        if len(lo) == 0:
+        if len(lo) == 0 or (lo.min() >= 0 and hi.max() <= self.size and (hi >= lo).all()):
             return
         bad = (lo < 0) | (hi > self.size) | (lo > hi)
         if bad.any():
@@ -215,9 +217,10 @@ class FlatFile:
         """One table at ``pos``."""
         return Table(self, step, pos)
 
-    def tables(self, step: Callable[[int], str], pos: np.ndarray) -> "Tables":
-        """Many tables at once (e.g. a subgraph's tensors)."""
-        return Tables(self, step, pos)
+    def tables(self, step: Callable[[int], str], pos: np.ndarray) -> "Tables | SmallTables":
+        """Many tables at once (e.g. a subgraph's tensors): :class:`Tables`, or for a few of
+        them :class:`SmallTables` (the same answers, without numpy's per-call cost)."""
+        return SmallTables(self, step, pos) if len(pos) <= SMALL_TABLES else Tables(self, step, pos)
 
     def vector_of_tables(self, step: str, vpos: int, n: int) -> np.ndarray:
         """Positions of the ``n`` tables a vector of offsets at ``vpos`` points to."""
@@ -298,6 +301,11 @@ class Tables:
     def field(self, voffset: int) -> np.ndarray:
         """Field positions (0 where absent)."""
         have = self.vtlen >= voffset + 2
+        if have.all():
+            at = self.vt + voffset
+            self.f.ensure_many(at, at + 2)
+            off = self.f.gather_u16(at)
+            return np.where(off > 0, self.pos + off, 0)
         out = np.zeros(len(self.pos), dtype=np.int64)
         if not have.any():
             return out
@@ -426,3 +434,108 @@ class Tables:
 #: struct code -> numpy dtype (little-endian), for :meth:`Tables.scalar_any`.
 _NUMPY_OF = {"?": "?", "B": "u1", "b": "i1", "H": "<u2", "h": "<i2", "I": "<u4", "i": "<i4",
              "Q": "<u8", "q": "<i8", "f": "<f4", "d": "<f8"}
+
+
+_STRUCT_OF = {"i1": struct.Struct("<b"), "u1": struct.Struct("<B"), "<u4": struct.Struct("<I"),
+              "<i4": struct.Struct("<i"), "<u2": struct.Struct("<H")}
+
+
+class SmallTables:
+    """:class:`Tables` for a few tables: one ``struct`` call per field instead of numpy gathers.
+
+    Same methods, same results, same checks and error steps (tests/model compares both on
+    every shared model through :func:`viewer.model.reader.load_model`).
+    """
+
+    def __init__(self, f: FlatFile, step: Callable[[int], str], pos: np.ndarray):
+        self.f, self.step, self.pos = f, step, pos
+        self._p = pos.tolist()
+        self._vt = [p - self._u(i, _I32, p) for i, p in enumerate(self._p)]
+        # The vtable's first word (checked as 4 bytes, as Tables does): its length in bytes.
+        self._vtlen = [self._u(i, _U32, vt) & 0xFFFF for i, vt in enumerate(self._vt)]
+
+    def _u(self, i: int, st: struct.Struct, at: int, label: Callable[[int], str] | None = None):
+        f = self.f
+        if at < 0 or at + st.size > f.size:
+            raise f.fail((label or self.step)(i), f"bytes [{at}, {at + st.size}) are outside the {f.size}-byte file")
+        if not f.full:
+            f.ensure(at, at + st.size)
+        return st.unpack_from(f.mem, at)[0]
+
+    def _field(self, i: int, voffset: int) -> int:
+        if voffset + 2 > self._vtlen[i]:
+            return 0
+        off = self._u(i, _U16, self._vt[i] + voffset)
+        return self._p[i] + off if off else 0
+
+    def _vector(self, i: int, voffset: int, elem: int, label=None) -> tuple[int, int]:
+        p = self._field(i, voffset)
+        if not p:
+            return 0, 0
+        v = p + self._u(i, _U32, p, label)
+        k = self._u(i, _U32, v, label)
+        if v + 4 + elem * k > self.f.size:
+            raise self.f.fail((label or self.step)(i), f"bytes [{v + 4}, {v + 4 + elem * k}) are outside "
+                                                       f"the {self.f.size}-byte file")
+        return v + 4, k
+
+    def field(self, voffset: int) -> np.ndarray:
+        return np.array([self._field(i, voffset) for i in range(len(self._p))], dtype=np.int64)
+
+    def scalar(self, voffset: int, dtype: str, default: int = 0) -> np.ndarray:
+        st = _STRUCT_OF[dtype]
+        vals = []
+        for i in range(len(self._p)):
+            p = self._field(i, voffset)
+            vals.append(self._u(i, st, p) if p else default)
+        return np.array(vals, dtype=np.int64)
+
+    def vectors(self, voffset: int, elem: int, name=None) -> tuple[np.ndarray, np.ndarray]:
+        spans = [self._vector(i, voffset, elem, name) for i in range(len(self._p))]
+        return (np.array([a for a, _ in spans], dtype=np.int64).reshape(-1),
+                np.array([k for _, k in spans], dtype=np.int64).reshape(-1))
+
+    def _decode(self, spans, what: str, code: str, size: int, empty):
+        f = self.f
+        total = sum(k for _, k in spans if k)
+        if total:
+            f.charge(what, total)
+        out = []
+        for s0, k in spans:
+            if s0 is None:
+                out.append(empty)
+            elif k == 0:
+                out.append("" if code == "s" else ())
+            else:
+                f.ensure(s0, s0 + k * size)
+                out.append(f.mem[s0:s0 + k].decode("utf-8", errors="replace") if code == "s"
+                           else struct.unpack_from(f"<{k}{code}", f.mem, s0))
+        return out
+
+    def _spans(self, voffset: int, elem: int, label=None):
+        out = []
+        for i in range(len(self._p)):
+            if not self._field(i, voffset):
+                out.append((None, 0))
+            else:
+                out.append(self._vector(i, voffset, elem, label))
+        return out
+
+    def int_vectors(self, voffset: int, what: str) -> list[tuple[int, ...]]:
+        return self._decode(self._spans(voffset, 4), what, "i", 4, ())
+
+    def strings(self, voffset: int, what: str, absent=""):
+        return self._decode(self._spans(voffset, 1), what, "s", 1, absent)
+
+    def scalar_any(self, voffset: int, fmt: str, default) -> list:
+        st = struct.Struct(fmt)
+        out = []
+        for i in range(len(self._p)):
+            p = self._field(i, voffset)
+            out.append(self._u(i, st, p) if p else default)
+        return out
+
+    def scalar_vectors(self, voffset: int, fmt: str, size: int, step: Callable[[int], str], absent=None) -> list:
+        spans = self._spans(voffset, size, step)
+        first = next((i for i, (a, _) in enumerate(spans) if a is not None), 0)
+        return self._decode(spans, step(first), fmt[1:], size, absent)
