@@ -11,7 +11,8 @@ network, as large as LLM-sized LiteRT graphs get.
 
 Each command runs as ``arena-viewer ...`` in a forked child (tests/fuzz/harness.py, as the fuzz
 campaign does) with a 4 GiB address-space limit; the wall time and the child's peak RSS are
-printed. ``plan`` runs every fast planner (``--planner all``: naive, litert, greedy_by_size,
+printed, with its CPU time (user + system, children included): on this shared machine the
+wall time mostly measures the load. ``plan`` runs every fast planner (``--planner all``: naive, litert, greedy_by_size,
 greedy_by_breadth, strip_packing) and verifies each plan; ``check`` plans only
 (``--no-measure``); ``check-measured`` also runs LiteRT; ``export`` writes a 1600x1000 PNG.
 The anchor, measured in the same run, is ``plan --planner greedy_by_size`` (issue 15: under a
@@ -81,7 +82,7 @@ def main(argv: list[str] | None = None) -> int:
     args = ap.parse_args(argv)
     args.cache.mkdir(parents=True, exist_ok=True)
     names = args.commands.split(",")
-    print(f"{'operators':>9}  {'command':<15} {'seconds':>8}  {'peak RSS':>9}  {'exit':>4}  load  note")
+    print(f"{'operators':>9}  {'command':<15} {'wall s':>8} {'CPU s':>7}  {'peak RSS':>9}  {'exit':>4}  load  note")
     with Runner() as runner:
         for n in (int(s) for s in args.sizes.split(",")):
             m = model_path(n, args.cache)
@@ -90,7 +91,7 @@ def main(argv: list[str] | None = None) -> int:
                 o = runner.run(COMMANDS[name](str(m), out), timeout=args.timeout)
                 note = "TIMED OUT" if o.timed_out else (
                     o.stderr.strip().splitlines()[-1][:90] if o.kind != "result" and o.stderr.strip() else "")
-                print(f"{n:>9,d}  {name:<15} {o.seconds:>8.2f}  {o.max_rss / 2**20:>6.0f} MiB  "
+                print(f"{n:>9,d}  {name:<15} {o.seconds:>8.2f} {o.cpu_seconds:>7.2f}  {o.max_rss / 2**20:>6.0f} MiB  "
                       f"{'-' if o.rc is None else o.rc:>4}  {os.getloadavg()[0]:4.1f}  {note}", flush=True)
     return 0
 

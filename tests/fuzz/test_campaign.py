@@ -45,7 +45,7 @@ def test_seeded_campaign_gives_results_or_one_line(tmp_path):
             argv = ["plan", path] if k % 5 else ["check", path, "--budget", "1MiB", "--no-measure"]
             o = runner.run(argv)
             counts[o.kind] += 1
-            if o.kind == "other" or o.timed_out or o.max_rss > RSS_LIMIT:
+            if o.kind == "other" or o.over_time or o.max_rss > RSS_LIMIT:
                 bad.append(f"mutant {k} ({argv[0]}): rc {o.rc} signal {o.signal} "
                            f"timed out {o.timed_out} rss {o.max_rss:,d}: {o.stderr[-600:]}")
     assert not bad, "\n".join(bad)
