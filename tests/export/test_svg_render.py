@@ -58,8 +58,11 @@ def _compare(tmp_path, analysis, plan, **kw) -> tuple[float, float, str]:
     who = _render_svg(svg, png)
     a, b = _pixels(png), _pixels(ref)
     assert a.shape == b.shape
-    diff = np.abs(a - b).max(axis=2)
-    return float((diff > 96).mean()), float(diff.mean()), who
+    # Compared in 4x4-pixel blocks: the two font engines' glyph antialiasing averages out, thick
+    # or striped strokes do not (before the fix: 30 % of blocks off, mean 50; after: 0.5 %, 1.6).
+    blocks = [x.reshape(H // 4, 4, W // 4, 4, 3).mean(axis=(1, 3)) for x in (a, b)]
+    diff = np.abs(blocks[0] - blocks[1]).max(axis=2)
+    return float((diff > 48).mean()), float(diff.mean()), who
 
 
 def test_svg_has_no_non_scaling_strokes_and_matches_the_png(tmp_path):
@@ -67,8 +70,7 @@ def test_svg_has_no_non_scaling_strokes_and_matches_the_png(tmp_path):
     far, mean, who = _compare(tmp_path, a, plan_of(a, "greedy_by_size"), model_name="synthetic.tflite")
     text = (tmp_path / "c.svg").read_text()
     assert "non-scaling-stroke" not in text
-    # Text is drawn by two font engines: a few percent of pixels may differ at the glyphs.
-    assert far < 0.02 and mean < 6.0, (who, far, mean)
+    assert far < 0.02 and mean < 4.0, (who, far, mean)
 
 
 @pytest.mark.shared
@@ -79,7 +81,7 @@ def test_real_model_svg_matches_the_png(tmp_path):
     m = load_model(shared_model("mobilenet_v2_224.tflite"))
     a = analyze(m.subgraph(0), model=m)
     far, mean, who = _compare(tmp_path, a, plan_of(a, "greedy_by_size"), model_name="mobilenet_v2_224.tflite")
-    assert far < 0.02 and mean < 6.0, (who, far, mean)
+    assert far < 0.02 and mean < 4.0, (who, far, mean)
 
 
 def test_flatten_applies_scale_translate_and_rotation():

@@ -24,6 +24,8 @@ from typing import Callable
 import numpy as np
 
 PAGE = 4096
+#: Up to this many tables are read with plain struct calls (:class:`SmallTables`).
+SMALL_TABLES = 32
 #: Files up to this size are read whole at once (one pread; cheaper than paging).
 SMALL_FILE = 256 * 1024
 _AR4 = np.arange(4, dtype=np.int64)
@@ -59,8 +61,11 @@ class FlatFile:
         self.u8 = np.frombuffer(self.mem, dtype=np.uint8)
         self._loaded = bytearray((size + PAGE - 1) // PAGE)
         self._loaded_np = np.frombuffer(self._loaded, dtype=np.uint8)
+        self.full = False  # every page loaded: ensure() has nothing to do
+        self.span = (0, 0)  # a loaded run of pages [lo, hi): ensure() inside it is two comparisons
         if size <= SMALL_FILE:
             self._load_run(0, len(self._loaded) - 1)
+            self.full = True
 
     # -- budget and bounds ------------------------------------------------------------------
     def charge(self, step: str, n: int) -> None:
@@ -77,7 +82,7 @@ class FlatFile:
 
     def check_many(self, step: Callable[[int], str], lo: np.ndarray, hi: np.ndarray) -> None:
         """Vectorised :meth:`check`; ``step(i)`` names the i-th item in the error."""
-        if len(lo) == 0:
+        if len(lo) == 0 or (lo.min() >= 0 and hi.max() <= self.size and (hi >= lo).all()):
             return
         bad = (lo < 0) | (hi > self.size) | (lo > hi)
         if bad.any():
@@ -91,10 +96,12 @@ class FlatFile:
         if got != b - a:
             raise self.fail("read", f"short read at byte {a} (the file changed while it was read?)")
         self._loaded[p0:p1 + 1] = b"\1" * (p1 + 1 - p0)
+        if p0 == 0 and p1 == len(self._loaded) - 1:
+            self.full = True
 
     def ensure(self, lo: int, hi: int) -> None:
         """Make bytes ``[lo, hi)`` (already bounds-checked) readable in :attr:`mem`."""
-        if hi <= lo:
+        if hi <= lo or self.full or (self.span[0] <= lo and hi <= self.span[1]):
             return
         p0, p1 = lo // PAGE, (hi - 1) // PAGE
         ld = self._loaded
@@ -113,23 +120,49 @@ class FlatFile:
 
     def ensure_many(self, lo: np.ndarray, hi: np.ndarray) -> None:
         """Vectorised :meth:`ensure` over ranges ``[lo[i], hi[i])``."""
+        if self.full or len(lo) == 0:
+            return
+        if self.span[1] and self.span[0] <= lo.min() and hi.max() <= self.span[1]:
+            return
         keep = hi > lo
         if not keep.all():
             lo, hi = lo[keep], hi[keep]
-        if len(lo) == 0:
-            return
+            if len(lo) == 0:
+                return
         p0, p1 = lo // PAGE, (hi - 1) // PAGE
+        ld = self._loaded_np
         long = (p1 - p0) > 1
-        pages = np.concatenate([p0, p1])
-        if long.any():
-            pages = np.concatenate([pages] + [np.arange(a, b + 1) for a, b in zip(p0[long], p1[long])])
-        pages = np.unique(pages)
-        missing = pages[self._loaded_np[pages] == 0]
+        if not long.any():
+            if ld[p0].all() and ld[p1].all():
+                return
+            pages = np.concatenate([p0, p1])
+        else:
+            pages = np.concatenate([p0, p1] + [np.arange(a, b + 1) for a, b in zip(p0[long], p1[long])])
+        pages = pages[ld[pages] == 0]
+        missing = np.unique(pages)
         if len(missing) == 0:
             return
         cuts = np.nonzero(np.diff(missing) != 1)[0] + 1
         for run in np.split(missing, cuts):
             self._load_run(int(run[0]), int(run[-1]))
+
+    def ensure_span(self, lo: int, hi: int) -> None:
+        """Load pages ``[lo, hi)`` (clipped to the file) at once and remember them as the span.
+
+        For the region a vector of tables sits in (a subgraph's tensors and operators, their
+        names and shapes): one read, and every later check inside it is two comparisons.
+        """
+        lo, hi = max(lo, 0), min(hi, self.size)
+        if hi <= lo or self.full:
+            return
+        self.ensure(lo, hi)
+        a, b = (lo // PAGE) * PAGE, min(((hi - 1) // PAGE + 1) * PAGE, self.size)
+        s0, s1 = self.span
+        if s1 and a <= s1 and s0 <= b:  # overlapping or touching: one span
+            a, b = min(a, s0), max(b, s1)
+        elif s1 - s0 > b - a:
+            return
+        self.span = (a, b)
 
     def peek(self, step: str, pos: int, n: int) -> bytes:
         """``n`` bytes at ``pos`` (bounds-checked), without keeping their page when not loaded."""
@@ -140,6 +173,17 @@ class FlatFile:
         if len(got) != n:
             raise self.fail("read", f"short read at byte {pos} (the file changed while it was read?)")
         return got
+
+    def window(self, pos: int, n: int) -> bytes:
+        """Up to ``n`` bytes at ``pos`` (``0 <= pos < size``), zero-padded to ``n``; page not kept."""
+        if not 0 <= pos < self.size:
+            return bytes(n)
+        m = min(n, self.size - pos)
+        if self.full or (self._loaded[pos // PAGE] and self._loaded[(pos + m - 1) // PAGE]):
+            got = self.mem[pos:pos + m]
+        else:
+            got = os.pread(self.fd, m, pos)
+        return got + bytes(n - len(got)) if len(got) < n else got
 
     # -- scalars ----------------------------------------------------------------------------
     def u32(self, step: str, pos: int) -> int:
@@ -173,9 +217,10 @@ class FlatFile:
         """One table at ``pos``."""
         return Table(self, step, pos)
 
-    def tables(self, step: Callable[[int], str], pos: np.ndarray) -> "Tables":
-        """Many tables at once (e.g. a subgraph's tensors)."""
-        return Tables(self, step, pos)
+    def tables(self, step: Callable[[int], str], pos: np.ndarray) -> "Tables | SmallTables":
+        """Many tables at once (e.g. a subgraph's tensors): :class:`Tables`, or for a few of
+        them :class:`SmallTables` (the same answers, without numpy's per-call cost)."""
+        return SmallTables(self, step, pos) if len(pos) <= SMALL_TABLES else Tables(self, step, pos)
 
     def vector_of_tables(self, step: str, vpos: int, n: int) -> np.ndarray:
         """Positions of the ``n`` tables a vector of offsets at ``vpos`` points to."""
@@ -243,6 +288,10 @@ class Tables:
     def __init__(self, f: FlatFile, step: Callable[[int], str], pos: np.ndarray):
         self.f, self.step, self.pos = f, step, pos
         f.check_many(step, pos, pos + 4)
+        if len(pos) > 16:
+            lo, hi = int(pos.min()), int(pos.max()) + PAGE
+            if hi - lo <= 256 * len(pos) + (1 << 16):  # compact, as converters write them
+                f.ensure_span(lo, hi)
         f.ensure_many(pos, pos + 4)
         self.vt = pos - f.gather_i32(pos)
         f.check_many(step, self.vt, self.vt + 4)
@@ -252,6 +301,11 @@ class Tables:
     def field(self, voffset: int) -> np.ndarray:
         """Field positions (0 where absent)."""
         have = self.vtlen >= voffset + 2
+        if have.all():
+            at = self.vt + voffset
+            self.f.ensure_many(at, at + 2)
+            off = self.f.gather_u16(at)
+            return np.where(off > 0, self.pos + off, 0)
         out = np.zeros(len(self.pos), dtype=np.int64)
         if not have.any():
             return out
@@ -275,10 +329,12 @@ class Tables:
             out[have] = raw.view(dtype).reshape(-1)
         return out
 
-    def vectors(self, voffset: int, elem: int) -> tuple[np.ndarray, np.ndarray]:
+    def vectors(self, voffset: int, elem: int, name: Callable[[int], str] | None = None
+                ) -> tuple[np.ndarray, np.ndarray]:
         """(element start, length) of a vector field in every table; length 0 where absent.
 
-        Both ends of every vector are checked against the file.
+        Both ends of every vector are checked against the file; ``name(i)`` names table ``i``
+        in an error (default: the tables' step).
         """
         p = self.field(voffset)
         have = np.nonzero(p > 0)[0]
@@ -287,7 +343,8 @@ class Tables:
         if len(have) == 0:
             return start, n
         f, at = self.f, p[have]
-        name = lambda i: self.step(int(have[i]))  # noqa: E731
+        label = name or self.step
+        name = lambda i: label(int(have[i]))  # noqa: E731
         f.check_many(name, at, at + 4)
         f.ensure_many(at, at + 4)
         v = at + f.gather_u32(at)
@@ -317,10 +374,14 @@ class Tables:
             out[i] = tuple(flat[a:a + m])
         return out
 
-    def strings(self, voffset: int, what: str) -> list[str]:
-        """A string field of every table ("" where absent; bytes charged against the budget)."""
+    def strings(self, voffset: int, what: str, absent=""):
+        """A string field of every table (``absent`` where absent; bytes charged to the budget)."""
         start, n = self.vectors(voffset, 1)
-        out = [""] * len(self.pos)
+        out = [absent] * len(self.pos)
+        if absent != "":
+            present = self.field(voffset) > 0
+            for i in np.nonzero(present & (n == 0))[0].tolist():
+                out[i] = ""
         total = int(n.sum())
         if total == 0:
             return out
@@ -333,3 +394,148 @@ class Tables:
         for i, a, b in zip(have.tolist(), s.tolist(), e.tolist()):
             out[i] = mem[a:b].decode("utf-8", errors="replace")
         return out
+
+    def scalar_any(self, voffset: int, fmt: str, default) -> list:
+        """A scalar field of any type (struct format ``fmt``, e.g. ``"<f"``) as Python values."""
+        p = self.field(voffset)
+        out = [default] * len(self.pos)
+        have = np.nonzero(p > 0)[0]
+        if len(have) == 0:
+            return out
+        dt = np.dtype(_NUMPY_OF[fmt[1:]])
+        at = p[have]
+        self.f.check_many(lambda i: self.step(int(have[i])), at, at + dt.itemsize)
+        self.f.ensure_many(at, at + dt.itemsize)
+        vals = self.f.u8[at[:, None] + np.arange(dt.itemsize)].view(dt).reshape(-1).tolist()
+        for i, v in zip(have.tolist(), vals):
+            out[i] = v
+        return out
+
+    def scalar_vectors(self, voffset: int, fmt: str, size: int, step: Callable[[int], str], absent=None) -> list:
+        """A vector-of-scalars field of every table, as tuples (``absent`` where absent)."""
+        p = self.field(voffset)
+        start, n = self.vectors(voffset, size, step)
+        out = [absent] * len(self.pos)
+        have = np.nonzero(p > 0)[0]
+        if len(have) == 0:
+            return out
+        f = self.f
+        total = int(n.sum())
+        f.charge(step(int(have[0])), total)
+        code = fmt[1:]
+        for i in have.tolist():
+            k, s0 = int(n[i]), int(start[i])
+            if k:
+                f.ensure(s0, s0 + k * size)
+            out[i] = struct.unpack_from(f"<{k}{code}", f.mem, s0) if k else ()
+        return out
+
+
+#: struct code -> numpy dtype (little-endian), for :meth:`Tables.scalar_any`.
+_NUMPY_OF = {"?": "?", "B": "u1", "b": "i1", "H": "<u2", "h": "<i2", "I": "<u4", "i": "<i4",
+             "Q": "<u8", "q": "<i8", "f": "<f4", "d": "<f8"}
+
+
+_STRUCT_OF = {"i1": struct.Struct("<b"), "u1": struct.Struct("<B"), "<u4": struct.Struct("<I"),
+              "<i4": struct.Struct("<i"), "<u2": struct.Struct("<H")}
+
+
+class SmallTables:
+    """:class:`Tables` for a few tables: one ``struct`` call per field instead of numpy gathers.
+
+    Same methods, same results, same checks and error steps (tests/model compares both on
+    every shared model through :func:`viewer.model.reader.load_model`).
+    """
+
+    def __init__(self, f: FlatFile, step: Callable[[int], str], pos: np.ndarray):
+        self.f, self.step, self.pos = f, step, pos
+        self._p = pos.tolist()
+        self._vt = [p - self._u(i, _I32, p) for i, p in enumerate(self._p)]
+        # The vtable's first word (checked as 4 bytes, as Tables does): its length in bytes.
+        self._vtlen = [self._u(i, _U32, vt) & 0xFFFF for i, vt in enumerate(self._vt)]
+
+    def _u(self, i: int, st: struct.Struct, at: int, label: Callable[[int], str] | None = None):
+        f = self.f
+        if at < 0 or at + st.size > f.size:
+            raise f.fail((label or self.step)(i), f"bytes [{at}, {at + st.size}) are outside the {f.size}-byte file")
+        if not f.full:
+            f.ensure(at, at + st.size)
+        return st.unpack_from(f.mem, at)[0]
+
+    def _field(self, i: int, voffset: int) -> int:
+        if voffset + 2 > self._vtlen[i]:
+            return 0
+        off = self._u(i, _U16, self._vt[i] + voffset)
+        return self._p[i] + off if off else 0
+
+    def _vector(self, i: int, voffset: int, elem: int, label=None) -> tuple[int, int]:
+        p = self._field(i, voffset)
+        if not p:
+            return 0, 0
+        v = p + self._u(i, _U32, p, label)
+        k = self._u(i, _U32, v, label)
+        if v + 4 + elem * k > self.f.size:
+            raise self.f.fail((label or self.step)(i), f"bytes [{v + 4}, {v + 4 + elem * k}) are outside "
+                                                       f"the {self.f.size}-byte file")
+        return v + 4, k
+
+    def field(self, voffset: int) -> np.ndarray:
+        return np.array([self._field(i, voffset) for i in range(len(self._p))], dtype=np.int64)
+
+    def scalar(self, voffset: int, dtype: str, default: int = 0) -> np.ndarray:
+        st = _STRUCT_OF[dtype]
+        vals = []
+        for i in range(len(self._p)):
+            p = self._field(i, voffset)
+            vals.append(self._u(i, st, p) if p else default)
+        return np.array(vals, dtype=np.int64)
+
+    def vectors(self, voffset: int, elem: int, name=None) -> tuple[np.ndarray, np.ndarray]:
+        spans = [self._vector(i, voffset, elem, name) for i in range(len(self._p))]
+        return (np.array([a for a, _ in spans], dtype=np.int64).reshape(-1),
+                np.array([k for _, k in spans], dtype=np.int64).reshape(-1))
+
+    def _decode(self, spans, what: str, code: str, size: int, empty):
+        f = self.f
+        total = sum(k for _, k in spans if k)
+        if total:
+            f.charge(what, total)
+        out = []
+        for s0, k in spans:
+            if s0 is None:
+                out.append(empty)
+            elif k == 0:
+                out.append("" if code == "s" else ())
+            else:
+                f.ensure(s0, s0 + k * size)
+                out.append(f.mem[s0:s0 + k].decode("utf-8", errors="replace") if code == "s"
+                           else struct.unpack_from(f"<{k}{code}", f.mem, s0))
+        return out
+
+    def _spans(self, voffset: int, elem: int, label=None):
+        out = []
+        for i in range(len(self._p)):
+            if not self._field(i, voffset):
+                out.append((None, 0))
+            else:
+                out.append(self._vector(i, voffset, elem, label))
+        return out
+
+    def int_vectors(self, voffset: int, what: str) -> list[tuple[int, ...]]:
+        return self._decode(self._spans(voffset, 4), what, "i", 4, ())
+
+    def strings(self, voffset: int, what: str, absent=""):
+        return self._decode(self._spans(voffset, 1), what, "s", 1, absent)
+
+    def scalar_any(self, voffset: int, fmt: str, default) -> list:
+        st = struct.Struct(fmt)
+        out = []
+        for i in range(len(self._p)):
+            p = self._field(i, voffset)
+            out.append(self._u(i, st, p) if p else default)
+        return out
+
+    def scalar_vectors(self, voffset: int, fmt: str, size: int, step: Callable[[int], str], absent=None) -> list:
+        spans = self._spans(voffset, size, step)
+        first = next((i for i, (a, _) in enumerate(spans) if a is not None), 0)
+        return self._decode(spans, step(first), fmt[1:], size, absent)

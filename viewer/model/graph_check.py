@@ -31,6 +31,7 @@ SUBGRAPH_KEYS = ("cond_subgraph_index", "body_subgraph_index", "then_subgraph_in
                  "else_subgraph_index", "init_subgraph_index", "subgraph", "subgraph_index",
                  "decomposition_subgraph_index", "branch_subgraph_indices",
                  "comparator_subgraph_index", "update_computation_subgraph_index")
+_KEY_SET = frozenset(SUBGRAPH_KEYS)
 
 
 def check_graph(model: Model) -> None:
@@ -97,6 +98,8 @@ def _called_subgraphs(model: Model, sg: Subgraph, n_sg: int) -> list[tuple[int, 
     """(callee, operator index, op name, option key) for every subgraph an operator names."""
     out = []
     for op in sg.operators:
+        if not op.options or _KEY_SET.isdisjoint(op.options):
+            continue
         for key in SUBGRAPH_KEYS:
             v = op.options.get(key)
             if v is None or isinstance(v, bool):

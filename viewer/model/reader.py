@@ -208,29 +208,56 @@ class _Reader:
     def _buffers(self, m: Table) -> list[int]:
         """Byte size of every buffer; each data vector must lie inside the file, start and end.
 
-        The Buffer tables sit between the weights, so each is read with a small ``peek``
-        (its page is not kept): the weights' pages are never read.
+        The Buffer tables sit between the weights, so each is read as a 64-byte window with a
+        small ``peek`` (its page is not kept: the weights' pages are never read), and all
+        windows are parsed together; a table whose fields fall outside its window, or that
+        uses offset/size (weights after the flatbuffer), is read field by field.
         """
         f = self.f
         pos = self._table_vector(m, 12, "buffers")
-        sizes = []
-        vtables: dict[int, tuple[int, int, int]] = {}
-        for i, tpos in enumerate(pos.tolist()):
+        n = len(pos)
+        if n == 0:
+            return []
+        self.step = "buffers"
+        plist = pos.tolist()
+        win = np.frombuffer(b"".join(f.window(p, _WINDOW) for p in plist), dtype=np.uint8).reshape(n, _WINDOW)
+        avail = np.minimum(_WINDOW, self.size - pos)
+        short = avail < 4
+        if short.any():
+            i = int(np.argmax(short))
+            raise self.fail(f"buffers[{i}]", f"table at byte {plist[i]} is cut off by the end of the file")
+        vt = pos - win[:, :4].copy().view("<i4")[:, 0]
+        uniq, inverse = np.unique(vt, return_inverse=True)
+        vts = {}
+        offs = np.array([self._buffer_vtable(int(np.argmax(vt == v)), int(v), vts) for v in uniq.tolist()],
+                        dtype=np.int64).reshape(-1, 3)[inverse]
+        o_data, o_off, o_size = offs[:, 0], offs[:, 1], offs[:, 2]
+        word, ok = _window_u32(win, avail, o_data, o_data > 0)
+        v_rel = o_data + word  # the data vector's length word, relative to the table
+        length, ok2 = _window_u32(win, avail, v_rel, ok)
+        data = ok2 & (length > 0)
+        end = pos + v_rel + 4 + length
+        past = data & (end > self.size)
+        if past.any():
+            i = int(np.argmax(past))
+            raise self.fail(f"buffers[{i}].data", f"data vector of {int(length[i])} bytes at byte "
+                                                  f"{int(pos[i] + v_rel[i] + 4)} runs past the end of the "
+                                                  f"{self.size}-byte file")
+        sizes = np.where(data, length, 0).tolist()
+        slow = ~data & ((o_data > 0) & ~ok2 | (o_off > 0) | (o_size > 0))
+        for i in np.nonzero(slow)[0].tolist():
             step = f"buffers[{i}]"
             self.step = step
-            win = f.peek(step, tpos, min(64, self.size - tpos))
-            if len(win) < 4:
-                raise self.fail(step, f"table at byte {tpos} is cut off by the end of the file")
-            vt = tpos - _I32.unpack_from(win, 0)[0]
-            offs = vtables.get(vt)
-            if offs is None:
-                head = f.peek(step, vt, 4)
-                vtlen = _U16.unpack_from(head, 0)[0]
-                raw = f.peek(step, vt, min(max(vtlen, 4), 10)) + b"\0" * 10
-                offs = tuple(_U16.unpack_from(raw, k)[0] if vtlen >= k + 2 else 0 for k in (4, 6, 8))
-                vtables[vt] = offs
-            sizes.append(self._buffer_size(step, tpos, win, offs))
+            tpos = plist[i]
+            sizes[i] = self._buffer_size(step, tpos, f.peek(step, tpos, int(avail[i])), tuple(offs[i].tolist()))
         return sizes
+
+    def _buffer_vtable(self, i: int, vt: int, cache) -> tuple[int, int, int]:
+        """(data, offset, size) field offsets of a Buffer vtable at ``vt`` (0 = absent)."""
+        step = f"buffers[{i}]"
+        vtlen = _U16.unpack_from(self.f.peek(step, vt, 2), 0)[0]
+        raw = self.f.peek(step, vt, min(max(vtlen, 2), 10)) + b"\0" * 10
+        return tuple(_U16.unpack_from(raw, k)[0] if vtlen >= k + 2 else 0 for k in (4, 6, 8))
 
     def _buffer_size(self, step: str, tpos: int, win: bytes, offs: tuple[int, int, int]) -> int:
         f = self.f
@@ -316,7 +343,9 @@ class _Reader:
         sigs = t.int_vectors(18, f"{where} tensor shape signatures")
         type_names, bits, unsized = dtypes.TYPE_NAMES, dtypes.BITS, dtypes.UNSIZED
         limit = dtypes.MAX_TENSOR_BYTES
+        sized: dict[tuple[str, tuple[int, ...]], int] = {}
         out = []
+        new = object.__new__
         for i, (shape, sig, code, b, name, var) in enumerate(zip(shapes, sigs, types, bufs.tolist(), names, variable)):
             sig = sig or shape
             dtype = type_names.get(code) or f"type{code}"
@@ -324,7 +353,9 @@ class _Reader:
             if (sig and min(sig) < 0) or (shape and min(shape) < 0):
                 flags = flags | _DYNAMIC
             if dtype in bits or dtype in unsized:
-                nbytes = dtypes.nbytes(dtype, shape)
+                nbytes = sized.get((dtype, shape))
+                if nbytes is None:
+                    nbytes = sized[dtype, shape] = dtypes.nbytes(dtype, shape)
                 if nbytes > limit:
                     raise self.fail(f"{where} tensor {i}",
                                     f"{_short(name)!r} of shape {list(shape)} {dtype} would take {nbytes:,} B, "
@@ -332,8 +363,12 @@ class _Reader:
             else:
                 flags = flags | {FLAG_UNKNOWN_DTYPE}
                 nbytes = 0
-            const = 0 < b < n_buf and buffer_sizes[b] > 0
-            out.append(Tensor(i, name, shape, sig, dtype, nbytes, b, const, var, flags))
+            # Tensor(...) field by field, without the frozen dataclass's per-field __setattr__.
+            rec = new(Tensor)
+            rec.__dict__.update(index=i, name=name, shape=shape, shape_signature=sig, dtype=dtype,
+                                nbytes=nbytes, buffer=b, is_constant=0 < b < n_buf and buffer_sizes[b] > 0,
+                                is_variable=var, flags=flags)
+            out.append(rec)
         return tuple(out)
 
     def _operators(self, pos: np.ndarray, where: str, opcodes, n_t: int) -> tuple[Operator, ...]:
@@ -355,15 +390,25 @@ class _Reader:
                     self._check_idx(f"{where} operator {i} {what}", v, n_t)
             lists[what] = vecs
         options = self._options(t, where)
-        return tuple(
-            Operator(i, *_opcode_fields(opcodes[oi]), ins, outs, inter, opts, opts_type)
-            for i, (oi, ins, outs, inter, (opts, opts_type)) in enumerate(
-                zip(oidx.tolist(), lists["inputs"], lists["outputs"], lists["intermediates"], options))
-        )
+        out = []
+        new = object.__new__
+        for i, (oi, ins, outs, inter, (opts, opts_type)) in enumerate(
+                zip(oidx.tolist(), lists["inputs"], lists["outputs"], lists["intermediates"], options)):
+            code, op_name, custom, version = opcodes[oi]
+            rec = new(Operator)  # Operator(...) without the per-field __setattr__
+            rec.__dict__.update(index=i, op_name=op_name, builtin_code=code, custom_code=custom,
+                                version=version, inputs=ins, outputs=outs, intermediates=inter,
+                                options=opts, options_type=opts_type)
+            out.append(rec)
+        return tuple(out)
 
     # -- builtin options ---------------------------------------------------------------------
     def _options(self, t, where: str) -> list[tuple[dict[str, Any], str]]:
-        """(options dict, table name) of every operator; one decode per distinct table."""
+        """(options dict, table name) of every operator; one decode per distinct table.
+
+        Operators are grouped by options type and each field is read for the whole group with
+        one numpy gather; operators pointing at one table (however many) share one dict.
+        """
         f = self.f
         n = len(t.pos)
         out: list[tuple[dict[str, Any], str]] = [({}, "")] * n
@@ -374,47 +419,47 @@ class _Reader:
             have = np.nonzero(pending & (types > 0) & (fpos > 0))[0]
             if len(have) == 0:
                 continue
+            pending[have] = False
             at = fpos[have]
             tpos = at + f.read_u32(lambda i: f"{where} operator {int(have[i])} options", at)
-            for i, ty, tp in zip(have.tolist(), types[have].tolist(), tpos.tolist()):
-                key = (union, ty, tp)
-                got = self._options_cache.get(key)
-                if got is None:
-                    self.step = f"{where} operator {i} options"
-                    got = self._decode_options(union, ty, tp, names)
-                    self._options_cache[key] = got
-                out[i] = got
-                pending[i] = False
+            ty = types[have]
+            for code in np.unique(ty).tolist():
+                sel = ty == code
+                ops, tabs = have[sel], tpos[sel]
+                uniq, inverse = np.unique(tabs, return_inverse=True)
+                decoded = self._decode_group(union, code, names, uniq, ops, inverse, where)
+                for i, k in zip(ops.tolist(), inverse.tolist()):
+                    out[i] = decoded[k]
         return out
 
-    def _decode_options(self, union: int, ty: int, tpos: int, names) -> tuple[dict[str, Any], str]:
-        name = names.get(ty)
+    def _decode_group(self, union: int, code: int, names, tabs: np.ndarray, ops: np.ndarray,
+                      inverse: np.ndarray, where: str) -> list[tuple[dict[str, Any], str]]:
+        """Decode the distinct options tables ``tabs`` (all of type ``code``) at once."""
+        name = names.get(code)
         if name is None:
-            return {}, ""
+            return [({}, "")] * len(tabs)
+        first_op = np.zeros(len(tabs), dtype=np.int64)
+        first_op[inverse[::-1]] = ops[::-1]  # the first operator using each table, for errors
         fields = layout(name)
         if fields is None:  # not a layout this module can read: LiteRT's object API
-            return self._object_api_options(union, ty, tpos), name
-        f = self.f
-        tab = f.table(self.step, tpos)
-        d: dict[str, Any] = {}
+            out = []
+            for tp, op in zip(tabs.tolist(), first_op.tolist()):
+                self.step = f"{where} operator {op} options"
+                out.append((self._object_api_options(union, code, tp), name))
+            return out
+        step = lambda i: f"{where} operator {int(first_op[i])} options"  # noqa: E731
+        tt = self.f.tables(step, tabs)
+        columns = []
         for fl in fields:
-            p = tab.field(fl.voffset)
-            if not p:
-                d[fl.key] = fl.default
-            elif fl.kind == KIND_SCALAR:
-                f.check(self.step, p, p + fl.size)
-                f.ensure(p, p + fl.size)
-                d[fl.key] = struct.unpack_from(fl.fmt, f.mem, p)[0]
+            if fl.kind == KIND_SCALAR:
+                columns.append(tt.scalar_any(fl.voffset, fl.fmt, fl.default))
             elif fl.kind == KIND_STRING:
-                d[fl.key] = tab.string(fl.voffset)
+                columns.append(tt.strings(fl.voffset, f"{where} options {fl.key}", absent=fl.default))
             else:
-                v = p + f.u32(self.step, p)
-                k = f.u32(f"{self.step} {fl.key}", v)
-                f.check(f"{self.step} {fl.key}", v + 4, v + 4 + k * fl.size)
-                f.charge(f"{self.step} {fl.key}", k)
-                f.ensure(v + 4, v + 4 + k * fl.size)
-                d[fl.key] = struct.unpack_from(f"<{k}{fl.fmt[1]}", f.mem, v + 4)
-        return d, name
+                columns.append(tt.scalar_vectors(fl.voffset, fl.fmt, fl.size,
+                                                 lambda i, k=fl.key: f"{step(i)} {k}", absent=fl.default))
+        keys = [fl.key for fl in fields]
+        return [(dict(zip(keys, row)), name) for row in zip(*columns)] if fields else [({}, name)] * len(tabs)
 
     def _object_api_options(self, union: int, ty: int, tpos: int) -> dict[str, Any]:
         """Fallback for an options table :func:`layout` cannot read (none today): whole file."""
@@ -429,9 +474,17 @@ class _Reader:
         return _plain(obj) if obj is not None else {}
 
 
-def _opcode_fields(oc: tuple[int | None, str, str | None, int]) -> tuple[str, int | None, str | None, int]:
-    code, name, custom, version = oc
-    return name, code, custom, version
+_WINDOW = 64
+
+
+def _window_u32(win: np.ndarray, avail: np.ndarray, rel: np.ndarray, want: np.ndarray):
+    """uint32 at offset ``rel`` of each row of ``win`` where ``want`` and it lies in the row."""
+    ok = want & (rel >= 0) & (rel + 4 <= avail)
+    out = np.zeros(len(rel), dtype=np.int64)
+    r = np.nonzero(ok)[0]
+    if len(r):
+        out[r] = win[r[:, None], rel[r][:, None] + np.arange(4)].copy().view("<u4")[:, 0]
+    return out, ok
 
 
 def _plain(v: Any) -> Any:
