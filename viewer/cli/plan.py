@@ -90,7 +90,7 @@ def run(args: argparse.Namespace) -> int:
         notes.append("kernel temporaries (im2col, scratch) are not included: the runtime's arena "
                      "can be larger; add --measure to run LiteRT and include them")
     report = build_report(prep.model, args.subgraph, a, plans, best, notes=tuple(notes),
-                          edits=_edits_dict(edits))
+                          edits=_edits_dict(edits), with_offsets=args.json)
     report.update(extra)
     report["aligned_lower_bound_bytes"] = problem.aligned_lower_bound(DEFAULT_ALIGNMENT)
     if measured is not None:

@@ -52,8 +52,10 @@ def build_report(
     *,
     notes: tuple[str, ...] = (),
     edits: Mapping[str, Any] | None = None,
+    with_offsets: bool = True,
 ) -> dict[str, Any]:
-    """Build the report object.
+    """Build the report object (``with_offsets=False`` leaves out every plan's ``offsets``,
+    which a printed table does not need: 100k entries per plan on large graphs).
 
     Returns
     -------
@@ -110,7 +112,7 @@ def build_report(
     plans_out = {}
     bounds: dict = {}
     for name, p in plans.items():
-        offsets = analysis.resolve_alias_offsets(p.offsets)
+        offsets = analysis.resolve_alias_offsets(p.offsets) if with_offsets else {}
         plans_out[name] = {
             "arena_bytes": p.arena_bytes,
             "gap_pct": round(gap_pct(p.arena_bytes, gap_bound(analysis, p.alignment, bounds)), 3),
@@ -118,8 +120,9 @@ def build_report(
             "proven_optimal": p.proven_optimal,
             "bound_bytes": p.bound_bytes,
             "seconds": round(float(p.stats.get("seconds", 0.0)), 6),
-            "offsets": {str(k): int(v) for k, v in sorted(offsets.items())},
         }
+        if with_offsets:
+            plans_out[name]["offsets"] = {str(k): int(v) for k, v in sorted(offsets.items())}
     flagged = [
         {"id": t.index, "name": t.name, "flags": sorted(t.flags)}
         for t in sg.tensors if t.flags
