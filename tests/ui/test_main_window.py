@@ -735,3 +735,12 @@ def test_budget_verdict_counts_the_estimated_temporaries_of_a_storage_whatif(qtb
     window.whatif.limit.value.setValue(30)
     text = window.whatif.verdict.text()
     assert text.startswith("over budget by"), text
+
+
+@pytest.mark.shared
+def test_subgraph_selector_shows_signature_keys(qtbot, window):
+    open_and_wait(qtbot, window, shared_model("multi_out_sigs.tflite"))
+    combo = window.side.subgraph_combo
+    texts = [combo.itemText(i) for i in range(combo.count())]
+    assert "signature second" in texts[0] and "signature split_unpack" in texts[1], texts
+    assert "signature" not in texts[2] and combo.isVisibleTo(window)

@@ -278,9 +278,13 @@ class SidePanel(QScrollArea):
         self._updating = True
         try:
             self.subgraph_combo.clear()
+            keys = {}
+            for sig in m.signatures:  # the runtime allocates these through their runner
+                keys.setdefault(sig.subgraph_index, []).append(sig.key)
             for s in m.subgraphs:
+                sig = f" — signature {', '.join(keys[s.index])}" if s.index in keys else ""
                 self.subgraph_combo.addItem(
-                    f"{s.index}: {s.name or '(unnamed)'} — {len(s.operators)} ops", s.index)
+                    f"{s.index}: {s.name or '(unnamed)'}{sig} — {len(s.operators)} ops", s.index)
             self.subgraph_combo.setCurrentIndex(resp.request.subgraph)
             many = len(m.subgraphs) > 1
             self.subgraph_combo.setVisible(many)
