@@ -229,8 +229,8 @@ def _dfs_stage(st: _Anytime, start, end, size, idx, ids, alignment, params, budg
     (:data:`FIRST_SLICE` first):
 
     1. descends from the best arena U towards the proven bound L (with a slice that doubles
-       only after a pass where the descent found something, so a descent that has stalled
-       costs the bound's attempt little): the capacity half way
+       after a pass where the descent found something and halves after one where it did not,
+       so a stalled descent costs the bound's attempt little): the capacity half way
        between them, and after a search runs out of time the one half way from there to U
        (closer to U feasible answers come faster; :data:`DESCENT_TRIES` of them per pass),
        starting again half way after every answer; then
@@ -249,7 +249,7 @@ def _dfs_stage(st: _Anytime, start, end, size, idx, ids, alignment, params, budg
     caps = _Capacities(st, start, end, size, idx, ids, alignment, params, stage_end)
     outcome = "open"
     slice_ = FIRST_SLICE  # the bound's attempt gets BOUND_SHARE of it; doubles every pass
-    descent_slice = FIRST_SLICE  # doubles only after a pass whose descent found something
+    descent_slice = FIRST_SLICE  # doubles after a pass whose descent found something, else halves
     try:
         while not st.done and time.monotonic() < stage_end:
             st.poll()
@@ -272,6 +272,8 @@ def _dfs_stage(st: _Anytime, start, end, size, idx, ids, alignment, params, budg
                 tries = tries + 1 if status == mm.TIMEOUT else 0
             if (st.best_arena, st.bound) != before:
                 descent_slice *= 2
+            else:
+                descent_slice = max(FIRST_SLICE, descent_slice / 2)
             if not st.done and time.monotonic() < stage_end:
                 caps.attempt(st.bound, BOUND_SHARE * slice_)
             if (st.best_arena, st.bound) != before:
