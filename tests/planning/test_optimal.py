@@ -429,3 +429,22 @@ def test_fast_search_is_the_same_search():
         _, first, last, size = read_problem_csv(p)[0].arrays()
         arrays = (first, last + 1, size)
         assert _solve_with(arrays, 1048576, 1, True, "TWA") == _solve_with(arrays, 1048576, 1, False, "TWA")
+
+
+def test_too_many_buffers_keep_the_heuristic_plan():
+    """Past MAX_SEARCH_BUFFERS the exact searches are skipped (their sweep grows with the
+    overlapping pairs); the plan is the best heuristic's, with its bound and gap."""
+    import viewer.planning.optimal as optimal_module
+
+    problem = _hard_problem()  # 170 buffers the heuristics do not prove
+    old = optimal_module.MAX_SEARCH_BUFFERS
+    optimal_module.MAX_SEARCH_BUFFERS = 10
+    try:
+        plan = plan_optimal(problem, 1, time_limit=5)
+    finally:
+        optimal_module.MAX_SEARCH_BUFFERS = old
+    verify_plan(problem, plan)
+    assert plan.arena_bytes <= min(p.arena_bytes for p in run_planners(problem, alignment=1).values())
+    assert plan.stats["ingredients"]["search"]["result"] == "skipped: 170 buffers (more than 10)"
+    assert not plan.proven_optimal and plan.bound_bytes == problem.lower_bound()
+    assert not [e for e in plan.stats["log"] if e["stage"] in ("minimalloc", "cp_sat")]

@@ -37,6 +37,11 @@ DEFAULT_TIME_LIMIT = 10.0
 
 NAME = "optimal"
 
+#: Problems with more buffers of positive size than this skip the exact searches (their
+#: sweep and CP-SAT model grow with the pairs of overlapping buffers) and keep the best
+#: heuristic plan, with its gap to the proven bound.
+MAX_SEARCH_BUFFERS = 10_000
+
 #: Ingredient names, in the order the planner uses them.
 INGREDIENTS = ("heuristics", "aligned_bound", "minimalloc", "cp_sat")
 
@@ -242,8 +247,9 @@ def _dfs_stage(st: _Anytime, start, end, size, idx, ids, alignment, params, budg
     offered (and reported) at once.
 
     With a ``target`` (bytes; a budget the caller wants to meet, as MiniMalloc's
-    ``--capacity``), passes ask only "does it fit in ``target``?" until that is answered, then
-    go on as above.
+    ``--capacity``), passes ask "does it fit in ``target``?" (and, for a quarter of that time,
+    the bound: a loose target can be slower to meet than a tight optimum) until that is
+    answered, then go on as above.
     """
     stage_end = min(st.deadline, time.monotonic() + budget)
     caps = _Capacities(st, start, end, size, idx, ids, alignment, params, stage_end)
@@ -258,6 +264,8 @@ def _dfs_stage(st: _Anytime, start, end, size, idx, ids, alignment, params, budg
                 cap = target - target % st.granularity
                 if st.bound <= cap < st.best_arena:
                     caps.attempt(cap, BOUND_SHARE * slice_)
+                    if st.bound < cap and not st.done and time.monotonic() < stage_end:
+                        caps.attempt(st.bound, slice_ / 2)  # the optimum may be far below
                     slice_ *= 2
                     continue
                 target = None
@@ -472,6 +480,10 @@ def plan_optimal(
     end = last[nz] + 1
     size = size_all[nz]
 
+    if len(nz) > MAX_SEARCH_BUFFERS and not st.done:
+        used["search"] = {"result": f"skipped: {len(nz):,d} buffers (more than "
+                                    f"{MAX_SEARCH_BUFFERS:,d})"}
+        ingredients = tuple(i for i in ingredients if i not in ("minimalloc", "cp_sat"))
     # 2. MiniMalloc-style decision searches.
     if "minimalloc" in ingredients and not st.done and len(nz):
         share = 0.75 if "cp_sat" in ingredients else 1.0
