@@ -174,7 +174,7 @@ class _Anytime:
                 f"(gap {gap:.1%})")
 
 
-#: Seconds of the first descent slice; every pass doubles it.
+#: Seconds of the first slice; every pass doubles it.
 FIRST_SLICE = 0.05
 #: The attempt at the proven bound gets this many times the descent's slice in each pass.
 BOUND_SHARE = 2.0
@@ -235,7 +235,8 @@ def _dfs_stage(st: _Anytime, start, end, size, idx, ids, alignment, params, budg
 
     1. descends from the best arena U towards the proven bound L (with a slice that doubles
        after a pass where the descent found something and halves after one where it did not,
-       so a stalled descent costs the bound's attempt little): the capacity half way
+       down to a quarter of the pass's slice, so a stalled descent costs the bound's attempt
+       little but still grows): the capacity half way
        between them, and after a search runs out of time the one half way from there to U
        (closer to U feasible answers come faster; :data:`DESCENT_TRIES` of them per pass),
        starting again half way after every answer; then
@@ -255,7 +256,7 @@ def _dfs_stage(st: _Anytime, start, end, size, idx, ids, alignment, params, budg
     caps = _Capacities(st, start, end, size, idx, ids, alignment, params, stage_end)
     outcome = "open"
     slice_ = FIRST_SLICE  # the bound's attempt gets BOUND_SHARE of it; doubles every pass
-    descent_slice = FIRST_SLICE  # doubles after a pass whose descent found something, else halves
+    descent_slice = FIRST_SLICE  # doubles after a fruitful pass, else halves (>= slice_ / 4)
     try:
         while not st.done and time.monotonic() < stage_end:
             st.poll()
@@ -281,7 +282,7 @@ def _dfs_stage(st: _Anytime, start, end, size, idx, ids, alignment, params, budg
             if (st.best_arena, st.bound) != before:
                 descent_slice *= 2
             else:
-                descent_slice = max(FIRST_SLICE, descent_slice / 2)
+                descent_slice = max(slice_ / 4, descent_slice / 2)
             if not st.done and time.monotonic() < stage_end:
                 caps.attempt(st.bound, BOUND_SHARE * slice_)
             if (st.best_arena, st.bound) != before:
