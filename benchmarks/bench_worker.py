@@ -3,8 +3,10 @@
 Same run, same model, both ways (the one-shot probe is the anchor):
 
 1. one probe (resize + allocate_tensors + read-back) at a new resolution;
-2. in the window (offscreen): from the what-if edit to the runtime-confirmed redraw, and from
-   the confirmation request to its redraw.
+2. the window's background work for a runtime-confirmed what-if (``compute``: the runtime's
+   shapes, its arena and kernel temporaries, every planner), and our estimate alone;
+3. in the window (offscreen): from the what-if edit to the runtime-confirmed redraw, and from
+   the estimate's redraw to the confirmed one (drawing included).
 
     QT_QPA_PLATFORM=offscreen .venv/bin/python benchmarks/bench_worker.py [MODEL] [--runs N]
 
@@ -65,6 +67,39 @@ def probes(model: str, runs: int) -> None:
         show(label, ts)
 
 
+def confirmed_whatif(model: str, runs: int) -> None:
+    """The window's background work for a runtime-confirmed what-if (no drawing)."""
+    from viewer.document.work import AnalysisRequest, compute
+    from viewer.model.reader import load_model
+    from viewer.whatif import apply
+    from viewer.whatif.edits import WhatIfEdits
+
+    m = load_model(model)
+    print("runtime-confirmed what-if: the window's compute() (runtime shapes + probe + plans)")
+    for label, ctx in (("one-shot process (before)", one_shot),
+                       ("resident worker (after)", contextlib.nullcontext)):
+        ts = []
+        with ctx():
+            for k in range(runs + 1):
+                apply._probe_cached.cache_clear()
+                side = 160 + 8 * k
+                req = AnalysisRequest(model, 0, m, WhatIfEdits(input_shapes={"": (side, side)}))
+                t0 = time.perf_counter()
+                resp = compute(req)
+                if k:
+                    ts.append((time.perf_counter() - t0) * 1e3)
+                assert resp.probe is not None and resp.probe.ok, resp.measure_note
+        show(label, ts)
+    ts = []
+    for k in range(runs):
+        req = AnalysisRequest(model, 0, m, WhatIfEdits(input_shapes={"": (160 + 8 * k, 160 + 8 * k)}),
+                              shape_source="inferred")
+        t0 = time.perf_counter()
+        compute(req)
+        ts.append((time.perf_counter() - t0) * 1e3)
+    show("our estimate only (no runtime)", ts)
+
+
 def window(model: str, runs: int) -> None:
     from PySide6.QtCore import QEventLoop, QSettings, QTimer
     from PySide6.QtWidgets import QApplication
@@ -110,7 +145,7 @@ def window(model: str, runs: int) -> None:
                 marks.pop("estimate", None)
                 marks.pop("confirmed", None)
                 t0 = time.perf_counter()
-                win._on_whatif_edits_changed(WhatIfEdits(input_shapes={"": (side, side)}))
+                win.document.set_panel_edits(WhatIfEdits(input_shapes={"": (side, side)}))
                 loop.exec()
                 if "confirmed" not in marks:
                     print("  no confirmed redraw within 60 s")
@@ -135,6 +170,7 @@ def main() -> int:
           f"load average {os.getloadavg()[0]:.2f}")
     try:
         probes(args.model, args.runs)
+        confirmed_whatif(args.model, args.runs)
         if not args.no_window:
             window(args.model, args.runs)
     finally:

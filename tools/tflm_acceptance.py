@@ -18,6 +18,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from viewer.analysis.tflm import tflm_problem  # noqa: E402
+from viewer.errors import ViewerError  # noqa: E402
 from viewer.export.model_copy import write_offline_planned  # noqa: E402
 from viewer.model.reader import load_model  # noqa: E402
 from viewer.planning.run import run_planners  # noqa: E402
@@ -44,7 +45,11 @@ def main() -> int:
     print("|---|---|---|---|---|---|---|---|---|")
     refused = []
     for f in sorted(Path(args.models).glob("*.tflite")):
-        m = load_model(f)
+        try:
+            m = load_model(f)
+        except ViewerError as e:
+            refused.append(f"- {f.name}: our reader refuses it: {e}")
+            continue
         r = measure_tflm(m, timeout=120)
         if not r.ok:
             refused.append(f"- {f.name}: {r.error.split(': ', 1)[-1]}")

@@ -74,5 +74,9 @@ FIXED_SIZE_HINTS = {
 }
 
 
+class SizeLimitError(ViewerError):
+    """A tensor or an arena beyond what any device can hold (over 2^53 B; sums over 2^62 B)."""
+
+
 class UsageError(ViewerError):
     """A bad command-line value (e.g. an unparseable size or shape)."""

@@ -10,6 +10,7 @@ from __future__ import annotations
 import pytest
 
 from viewer.analysis.intervals import (
+    OUT_ALIAS_NEVER_WRITTEN,
     OUT_DYNAMIC_OUTPUT,
     OUT_NEVER_WRITTEN,
     OUT_RESOURCE,
@@ -204,3 +205,18 @@ def test_empty_subgraph():
     an = analyze(Subgraph(0, "empty", (), (), (), ()))
     assert an.usages == () and an.lower_bound_bytes == 0 and an.widest_op == -1
     assert plan_litert(an.problem()).arena_bytes == 0
+
+
+def test_reshape_of_a_tensor_nothing_writes_has_no_bytes_either():
+    """B4 of issue 15: RESHAPE shares the bytes of a tensor no operator writes. LiteRT gives
+    neither memory (../shared/fuzz/B4_chart_inplace_root_never_written: both 'no memory'), so
+    both are outside the arena, and every plan covers every tensor the chart draws."""
+    sg = make([256, 256, 8, 256, 256],
+              [("RESHAPE", [1, 2], [3]), ("ADD", [3, 0], [4])], [0], [4], constant=[2])
+    an = analyze(sg)
+    assert an.outside[1] == OUT_NEVER_WRITTEN
+    assert an.outside[3] == OUT_ALIAS_NEVER_WRITTEN
+    assert sorted(u.tensor for u in an.usages) == [0, 4]
+    plan = plan_litert(an.problem())
+    offsets = an.resolve_alias_offsets(plan.offsets)
+    assert all(u.tensor in offsets for u in an.usages)

@@ -75,3 +75,12 @@ def test_while_subgraphs_are_nested_in_the_callers_scope():
     assert all(s_while + 1 <= b.first - 1 for b in nested)
     nxt = p.op_scopes[w + 1] if w + 1 < len(p.op_scopes) else 10**9
     assert all(b.last - 1 < nxt for b in nested)
+
+
+def test_called_subgraph_tensors_are_tensors_not_temporaries():
+    m = load_model(shared_model("litert_testdata_multi_subgraphs_while.tflite"))
+    p = tflm_problem(m)
+    a = analyze_tflm(m, problem=p)
+    nested = [u for u in a.usages if len(m.subgraphs[0].tensors) <= u.tensor < p.tensor_count]
+    assert nested and all(u.kind != KIND_TEMPORARY for u in nested)
+    assert all(a.tensor_name(u.tensor).startswith("sg") for u in nested)

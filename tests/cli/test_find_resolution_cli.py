@@ -65,3 +65,16 @@ def test_the_answer_and_its_neighbour_are_the_runtimes(capsys, runtime_probes):
     # persistent bytes: none for float MobileNet v2 (no prepare-time outputs)
     assert at.arena_bytes + weights <= limit < above.arena_bytes + weights
     assert r["total_bytes"] == at.arena_bytes and r["neighbour_bytes"] == above.arena_bytes
+
+
+@pytest.mark.shared
+@pytest.mark.parametrize("name, text", [
+    ("tfmicro_person_detect_vela.tflite", "cannot tell"),  # custom op: no runtime, no shape rule
+    ("tfmicro_pytorch_mobilenet_v2_int8_nchw.tflite", "looks NCHW"),
+])
+def test_no_false_answer_where_the_search_cannot_work(capsys, name, text):
+    rc = main(["check", str(shared_model(name)), "--budget", "30MiB", "--find-resolution"])
+    out = capsys.readouterr().out
+    line = next(x for x in out.splitlines() if "largest square input" in x)
+    assert text in line and "fixed by" not in out
+    worker_mod.close_workers()

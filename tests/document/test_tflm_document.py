@@ -17,8 +17,7 @@ def test_tflm_target_shows_tflms_own_plan_and_both_arenas():
     doc.open(str(shared_model("tfmicro_person_detect_int8.tflite")))
     r = doc.response
     assert r.plans["tflm_measured"].arena_bytes == r.plans["tflm_greedy"].arena_bytes == 55296
-    assert any("tail 29,968 B" in n for n in r.notes)
-    assert any(n.startswith("LiteRT arena") for n in r.notes)
+    assert "tail 29,968 B" in r.measure_note and "LiteRT arena" in r.measure_note
 
 
 def test_switching_runtime_replans_subgraph_0_without_measuring():
@@ -30,5 +29,6 @@ def test_switching_runtime_replans_subgraph_0_without_measuring():
     assert run.kinds[-1] == "open" and doc.response.request.runtime == "tflm"
     assert "tflm_greedy" in doc.response.plans and doc.response.request.subgraph == 0
     assert "scratch and persistent not measured" in doc.response.measure_note
+    assert "LiteRT arena" in doc.response.measure_note
     doc.set_runtime("litert")
     assert "tflm_greedy" not in doc.response.plans

@@ -68,3 +68,36 @@ def test_cannot_create_a_cgroup_is_one_line_and_exit_3(tmp_path, capsys, monkeyp
 def test_a_missing_model_is_exit_2(tmp_path, capsys):
     rc = main(["measure", str(tmp_path / "nope.tflite"), "--cgroup"])
     assert rc == 2 and "no such model file" in capsys.readouterr().err
+
+
+# -- cgroup v2 detection, on a directory that looks like one (this machine may have no v2) --------
+def _fake_v2(d, controllers: str, subtree: str):
+    d.mkdir(parents=True, exist_ok=True)
+    (d / "cgroup.controllers").write_text(controllers + "\n")
+    (d / "cgroup.subtree_control").write_text(subtree + "\n")
+    return d
+
+
+def test_v2_without_the_memory_controller_says_so(tmp_path):
+    d = _fake_v2(tmp_path / "cg", "cpu io", "")
+    with pytest.raises(cg.CgroupUnavailable, match=r"memory controller is not available.*cpu io"):
+        cg.detect(str(d))
+
+
+def test_v2_with_memory_enabled_but_no_memory_files_is_not_a_memory_cgroup(tmp_path):
+    d = _fake_v2(tmp_path / "cg", "cpu memory", "memory")
+    with pytest.raises(cg.CgroupUnavailable, match="no memory.max"):
+        cg.detect(str(d))
+    assert not list(d.glob("arena-viewer-*"))  # the trial child was removed
+
+
+def test_kernel_counters_are_read_as_integers(tmp_path):
+    (tmp_path / "memory.events.local").write_text("low 0\nhigh 0\nmax 7\noom 1\noom_kill 1\n")
+    assert cg._events(str(tmp_path), True) == {"low": 0, "high": 0, "max": 7, "oom": 1, "oom_kill": 1}
+    (tmp_path / "memory.oom_control").write_text("oom_kill_disable 0\nunder_oom 0\noom_kill 2\n")
+    (tmp_path / "memory.failcnt").write_text("5\n")
+    assert cg._events(str(tmp_path), False) == {"oom_kill_disable": 0, "under_oom": 0, "oom_kill": 2,
+                                                "failcnt": 5}
+    assert cg._how(-9, {}, {"oom_kill": 1}, 10).startswith("killed by the OOM killer")
+    assert cg._how(None, {}, {}, 10).startswith("did not finish within 10 s")
+    assert cg._how(0, {"ok": True}, {}, 10) == ""

@@ -124,3 +124,24 @@ def test_a_missing_file_is_one_line_without_a_worker(tmp_path):
     probe = probe_resident(tmp_path / "nope.tflite")
     assert not probe.ok and "no such model file" in probe.error
     assert isinstance(worker_for(tmp_path / "other.tflite"), RuntimeWorker)
+
+
+def test_the_windows_runtime_confirmation_goes_through_the_worker(tmp_path):
+    """The window's compute() (runtime shapes, then the arena): one worker, no process per ask."""
+    from viewer.document.work import AnalysisRequest, compute
+    from viewer.whatif.edits import WhatIfEdits
+
+    p = write(tmp_path, "chain.tflite", add_chain(2))
+    for side in (4, 6):
+        resp = compute(AnalysisRequest(str(p), edits=WhatIfEdits(input_shapes={"": (side, side)})))
+        assert resp.probe is not None and resp.probe.ok and not resp.estimated
+        assert resp.probe.tensor(0).shape == (1, side, side, 3)
+    w = worker_for(p)
+    assert w.starts == 1 and w.requests == 2  # the shapes' answer is kept for the arena's ask
+
+
+@pytest.mark.parametrize("name", ["se_dynbatch.tflite", "litert_testdata_multi_subgraphs_while.tflite"])
+def test_worker_equals_one_shot_on_deferred_tensors_and_control_flow(name):
+    """se_dynbatch: LiteRT defers tensors to Invoke (the probe invokes once); a WHILE model."""
+    m = shared_model(name)
+    _same(probe_resident(m, check=True), probe_model(m, check=True))

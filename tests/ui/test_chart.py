@@ -216,8 +216,9 @@ def test_right_click_on_a_rectangle_offers_storage_precisions(chart, qtbot):
     menu = chart._menu
     assert menu is not None and menu.isVisible()
     texts = [act.text() for act in menu.actions() if act.text()]
-    assert texts[1:] == ["Store as float16", "Store as bfloat16", "Store as int8",
-                         "Store as float32", "Reset to the model's dtype"]
+    assert texts[1:6] == ["Store as float16", "Store as bfloat16", "Store as int8",
+                          "Store as float32", "Reset to the model's dtype"]
+    assert texts[6:] == ["Tiling: split here (patches through operator #1)"]  # the operator under the click
     assert _menu_action(menu, "Store as float32").isChecked()  # the model's own dtype
     assert not _menu_action(menu, "Reset to the model's dtype").isEnabled()
     with qtbot.waitSignal(chart.tensor_dtype_requested, timeout=2000) as req:

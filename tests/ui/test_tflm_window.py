@@ -36,6 +36,9 @@ def test_runtime_selector_switches_to_tflm_plans(qtbot, window):
     window.set_planner("tflm_greedy")
     assert "73,728 B" in window.side.arena_label.text()
     assert window.document.runtime == "tflm"
+    # the Summary shows both runtimes' arenas
+    text = window.side.measured_label.text()
+    assert "TFLite Micro: head 73,728 B" in text and "LiteRT arena 82,944 B" in text
 
 
 def test_save_with_this_plan_writes_tflms_offline_entry(qtbot, window, tmp_path, monkeypatch):

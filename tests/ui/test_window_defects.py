@@ -281,3 +281,20 @@ def test_compare_view_is_readable_at_1600x1000(qtbot, window):
     panel = window.whatif
     for w in (panel.weights, panel.reset_button, panel.rescale, panel.limit.value):
         assert w.isVisible() and w.visibleRegion().boundingRect() == w.rect(), w
+
+
+def test_kernel_temporaries_have_their_runtime_shape_in_the_table(qtbot, settings):
+    from viewer.ui.main_window import MainWindow
+
+    w = MainWindow(settings=settings, measure=True)
+    qtbot.addWidget(w)
+    w.show()
+    resp = open_and_wait(qtbot, w, resource_path(DEMO_MODEL))
+    a = resp.analysis
+    temps = [u for u in a.usages if u.tensor in a.temporaries_ops]
+    assert temps, "the demo's convolutions have im2col temporaries"
+    m = w.table.model
+    for u in temps:
+        shape = m.index(m.row_of(u.tensor), COLUMNS.index("shape")).data()
+        assert shape != "-" and shape in a.tensor_name(u.tensor), (shape, a.tensor_name(u.tensor))
+    w.runner.shutdown()

@@ -102,3 +102,13 @@ def test_temporaries_scale_with_their_operators_output():
     t = (Temporary(9, 0, 1000, "im2col"),)
     out = scaled_temporaries(t, {2: (1, 10, 10, 8)}, {2: (1, 20, 20, 8)}, sg)
     assert out[0].nbytes == 4000 and out[0].id == 9
+
+
+def test_a_runtime_that_cannot_answer_gives_cannot_tell():
+    from viewer.whatif.resolution import CannotTell
+
+    def confirm(side):
+        raise CannotTell("operator 0 (ethos-u): no shape rule, and the runtime cannot run it")
+
+    r = _search(Counted(lambda s: s * s if s == 10 else None), confirm, 1000)
+    assert r.side == 0 and not r.confirmed and r.fixed_by == "" and "ethos-u" in r.cannot_tell

@@ -51,6 +51,8 @@ from viewer.analysis.types import (
     Temporary,
     TensorUsage,
 )
+from viewer.errors import SizeLimitError
+from viewer.model.dtypes import MAX_SUM_BYTES, MAX_TENSOR_BYTES
 from viewer.model.types import FLAG_RESOURCE, FLAG_STRING, FLAG_VARIANT, Subgraph
 from viewer.ops import REGISTRY, PersistentRoRule
 
@@ -77,6 +79,10 @@ PERSISTENT_RO_RULES: dict[str, PersistentRoRule] = {
 
 OUT_VARIABLE = "variable (LiteRT's persistent arena)"
 OUT_NEVER_WRITTEN = "never written (only read; LiteRT's planner never allocates it)"
+#: An in-place output whose root nothing writes: it shares the root's bytes, and the root has
+#: none (LiteRT gives both no memory; measured on ../shared/fuzz/B4_*).
+OUT_ALIAS_NEVER_WRITTEN = ("in-place on a tensor nothing writes (shares its bytes; LiteRT "
+                           "allocates neither)")
 OUT_RESOURCE = "resource handle (LiteRT's persistent arena)"
 OUT_DYNAMIC_OUTPUT = "dynamic (its kernel sizes it at run time, outside the arena)"
 OUT_WHILE_FORWARDED = (
@@ -276,6 +282,10 @@ def analyze(subgraph: Subgraph, *, temporaries: Iterable[Temporary] = (), model=
             first = prod
             kind = KIND_OUTPUT if t in graph_outputs else KIND_INTERMEDIATE
         if t in shared:
+            root = shared[t]
+            if root not in graph_input_set and producer.get(root) is None:
+                outside[t] = OUT_ALIAS_NEVER_WRITTEN
+                continue
             last = max([first, *cons])
             usages.append(TensorUsage(t, first, last, tensor.nbytes, KIND_ALIAS, prod, cons, shared[t]))
             continue
@@ -423,14 +433,34 @@ def _sized_by_kernel(subgraph: Subgraph, op, t: int) -> bool:
     return any(0 <= i < len(tensors) and tensors[i].shape != () for i in op.inputs)
 
 
+def _check_sizes(subgraph: Subgraph, usages: tuple[TensorUsage, ...]) -> int:
+    """The naive sum (exact Python int), after checking every size against the ceilings.
+
+    A tensor over :data:`~viewer.model.dtypes.MAX_TENSOR_BYTES` (2^53 B), or sizes summing
+    over :data:`~viewer.model.dtypes.MAX_SUM_BYTES` (2^62 B), raise ``SizeLimitError`` naming
+    the tensor (a what-if can make them; the reader refuses them in a file), so the int64
+    arrays below (breadth, offsets) never wrap.
+    """
+    naive = 0
+    for u in usages:
+        if not 0 <= u.nbytes <= MAX_TENSOR_BYTES:
+            name = subgraph.tensors[u.tensor].name if 0 <= u.tensor < len(subgraph.tensors) else "temporary"
+            raise SizeLimitError(f"subgraph {subgraph.index} tensor {u.tensor} ({name[:60]}): {u.nbytes:,} B "
+                                 f"is beyond what any device can hold (more than 2^53 B)")
+        naive += u.nbytes
+    if naive > MAX_SUM_BYTES:
+        raise SizeLimitError(f"subgraph {subgraph.index}: its arena tensors add up to {naive:,} B, beyond "
+                             f"what any device can hold (more than 2^62 B)")
+    return naive
+
+
 def _finish(subgraph: Subgraph, usages: tuple[TensorUsage, ...], outside, temps, alloc_queue=(),
             kernel_sized=()) -> Analysis:
+    naive = _check_sizes(subgraph, usages)  # the naive sum gives every tensor its own bytes
     n_ops = len(subgraph.operators)
     m = max(n_ops, 1)
     diff = np.zeros(m + 1, dtype=np.int64)
-    naive = 0
     for u in usages:
-        naive += u.nbytes  # the naive sum gives every tensor its own bytes, in-place ones too
         if u.alias_of is not None:
             continue
         diff[u.first_op] += u.nbytes

@@ -361,6 +361,8 @@ def analyze_tflm(model: Model, scratch: Iterable[ScratchRequest] = (), *,
             kind = KIND_INPUT if b.id in ins else KIND_OUTPUT if b.id in outs else KIND_INTERMEDIATE
             usages.append(TensorUsage(b.id, fo, lo_, b.size, kind, producer.get(b.id),
                                       tuple(sorted(consumers.get(b.id, ())))))
+        elif b.id < p.tensor_count:  # a called subgraph's tensor, at its caller's operator
+            usages.append(TensorUsage(b.id, fo, lo_, b.size, KIND_INTERMEDIATE, fo, ()))
         else:
             usages.append(TensorUsage(b.id, fo, lo_, b.size, KIND_TEMPORARY, fo, ()))
             temps[b.id] = g.operators[fo].op_name if n_ops else "?"

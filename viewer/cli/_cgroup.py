@@ -156,5 +156,11 @@ def _print(r: dict) -> None:
       f"(Python + numpy + LiteRT; VmHWM {_b(r['process_baseline_vmhwm_bytes'])})\n")
     w(f"  remainder                      {_b(r['remainder_bytes'])}   (interpreter and model "
       "structures, input buffers, the page cache the run needs at the limit)\n")
+    for run in r["runs_made"]:
+        if run["limit_bytes"] in (r["smallest_surviving_limit_bytes"], fail):
+            ev = ", ".join(f"{k} {v}" for k, v in run["events"].items() if v) or "none"
+            w(f"kernel record at {_b(run['limit_bytes'])}: "
+              f"{'survived' if run['survived'] else run['how']}; peak charge {_b(run['peak_bytes'])}; "
+              f"events: {ev}" + (f"; pressure: {run['pressure']}" if run["pressure"] else "") + "\n")
     for note in r["notes"]:
         w(f"note: {note}\n")

@@ -60,6 +60,9 @@ def run_check(args) -> int:
     limit = parse_size(args.budget)
     if limit <= 0:
         raise UsageError(f"--budget {args.budget}: a device budget must be more than 0 bytes")
+    if getattr(args, "find_resolution", False):
+        raise UsageError(f"{args.model}: --find-resolution searches with LiteRT only; drop "
+                         "--runtime tflm, or give --input-shape to check one size under TFLM")
     overhead = parse_size(args.runtime_overhead)
     model, edited, notes = _model_and_edits(args)
     planner = "tflm_greedy" if args.planner in ("litert", None) else args.planner
@@ -221,6 +224,7 @@ def run_plan(args) -> int:
         write_problem_csv(fp.problem, args.export_csv, plan=plans.get(best) if best else None)
     report = build_report(fp.model, 0, fp.analysis, plans, best, notes=tuple(notes))
     summary, diffs = compare_runtimes(fp)
+    summary["tensor_arena_size_bytes"] = fp.tensor_arena_size_bytes
     report["runtime"] = "tflm"
     report["lower_bound_bytes"] = fp.problem.lower_bound()
     report["tflm"] = {
@@ -255,6 +259,8 @@ def print_side_by_side(summary: dict, diffs) -> None:
         out(f"  {'TFLM head, as counted (scratch incl.)':<44} {_b(summary['tflm_head_bytes'])}")
     out(f"  {'TFLM tail (persistent)':<44} {_b(summary['tflm_tail_bytes'])}")
     out(f"  {'TFLM total (head + tail)':<44} {_b(summary['tflm_total_bytes'])}")
+    if summary.get("tensor_arena_size_bytes"):
+        out(f"  {'TFLM tensor_arena_size (see check)':<44} {_b(summary['tensor_arena_size_bytes'])}")
     out("  why they differ:")
     for d in diffs:
         amount = "" if d.bytes is None else f"{d.bytes:+,d} B  "

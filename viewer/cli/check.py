@@ -160,10 +160,13 @@ def run(args: argparse.Namespace) -> int:
 
 def _find_resolution(args, model, edits, limit, runtime, time_limit, timeout):
     """(ResolutionSearch or None, reason when not searched)."""
-    from viewer.whatif.resolution import find_largest_square
+    from viewer.whatif.resolution import find_largest_square, square_input_problem
 
     if not _image_input(model, args.subgraph):
         return None, "not an image model (no rank-4 NHWC input), so no square resolution to search"
+    problem = square_input_problem(model, args.subgraph)
+    if problem:
+        return None, f"not searched: {problem}"
     avail = limit - fixed_bytes(model.weights_bytes, runtime, args.weights)
     t0 = time.monotonic()
 
@@ -187,6 +190,8 @@ def _resolution_lines(found) -> list[str]:
     search, reason = found
     if search is None:
         return [f"largest square input that fits: {reason}"]
+    if search.cannot_tell:
+        return [f"largest square input that fits: cannot tell ({search.cannot_tell})"]
     if search.fixed_by:
         s = search.side
         head = ("largest square input that fits: "
@@ -293,7 +298,8 @@ def _print_json(args, model, fp, rep, counted, found, limit) -> None:
              "confirmed": search.confirmed, "neighbour": search.neighbour,
              "neighbour_bytes": search.neighbour_bytes, "fixed_by": search.fixed_by or None,
              "runtime_probes": search.runtime_probes, "estimates": search.estimates,
-             "estimate_error": search.estimate_error, "note": search.note}
+             "estimate_error": search.estimate_error, "cannot_tell": search.cannot_tell or None,
+             "note": search.note}
         )
     json.dump(report, sys.stdout, indent=1)
     sys.stdout.write("\n")

@@ -59,6 +59,8 @@ def run(args: argparse.Namespace) -> int:
     check_output_path(out, args.model, what="chart", force=args.force)  # never the model; FIFO refused at once
     edits = edits_from_args(args)
     if args.compare:
+        if is_tflm(args):
+            raise UsageError(f"{out}: --compare draws LiteRT plans only; drop --runtime tflm or --compare")
         return _run_compare(args, out, edits)
     if is_tflm(args):
         from viewer.cli._tflm import export_plan

@@ -525,6 +525,19 @@ class Document:
         return ((mine.analysis, left, f"{name}" + (f" — what-if: {what}" if what else "")),
                 (theirs.analysis, right, f"other: {os.path.basename(other.model.path)}"), note)
 
+    def temporary_shapes(self) -> dict[int, tuple[tuple[int, ...], str]]:
+        """Shape and dtype of each kernel temporary the runtime measured (runtime tensor id ->
+        ``(shape, dtype)``), for the shown view; empty when none are shown."""
+        resp = self.response
+        probe = getattr(resp, "probe", None)
+        if resp is None or not resp.temporaries_shown or probe is None or not getattr(probe, "ok", False):
+            return {}
+        out = {}
+        for tp in getattr(probe, "arena_temporaries", ()) or ():
+            rt = probe.tensors[tp.id]
+            out[tp.id] = (tuple(int(d) for d in (rt.shape or ())), str(rt.dtype))
+        return out
+
     def edits_report(self) -> dict | None:
         """The shown edits as the JSON report's ``edits`` object, or None when unedited."""
         resp = self._full

@@ -51,11 +51,12 @@ def compute_tflm(request, model, report, is_cancelled, t0: float):
                 if fp.tail_bytes is not None else ", scratch and persistent not measured"),
              f"LiteRT arena {summary['litert_arena_bytes']:,d} B; differences: "
              + "; ".join(f"{d.what} {d.bytes:+,d} B" for d in diffs if d.bytes)]
-    measure_note = "" if fp.measured else next((n for n in fp.notes if "not measured" in n), "not measured")
+    why = "" if fp.measured else next((n for n in fp.notes if "not measured" in n), "not measured")
+    measure_note = "\n".join(lines + ([why] if why else []))  # the Summary's measured box shows it
     view = (fp.analysis, plans, best)
     report(1.0, "done")
     return AnalysisResponse(
         request, model, fp.analysis, plans, best, None, measure_note,
-        notes + tuple(fp.notes) + tuple(lines), False, time.perf_counter() - t0,
+        notes + tuple(fp.notes), False, time.perf_counter() - t0,
         tensor_view=view, temporaries_view=None, temporaries_shown=False,
     )

@@ -147,7 +147,11 @@ def render_widget(widget, path: str | Path, width: int, height: int, *, force: b
                 raise ViewerError(f"{path}: cannot encode the SVG image")
             widget.render(painter)
             painter.end()
-            out = _svg_size_in_pixels(bytes(data).decode("utf-8"), width, height).encode("utf-8")
+            from viewer.export.svg_flatten import flatten_svg
+
+            # Plain strokes in user units: readable in browsers, rsvg and CairoSVG too.
+            text = flatten_svg(bytes(data).decode("utf-8"))
+            out = _svg_size_in_pixels(text, width, height).encode("utf-8")
     finally:
         buf.close()
         if shown_here:

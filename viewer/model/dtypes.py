@@ -58,3 +58,13 @@ def nbytes(dtype: str, shape: tuple[int, ...]) -> int:
     for d in shape:
         n *= max(int(d), 1) if d < 0 else int(d)
     return math.ceil(n * BITS[dtype] / 8)
+
+
+#: Ceiling on one tensor's (or one arena's) byte size: 2^53 B (8 PiB), far beyond any device,
+#: and the largest integer a float64 holds exactly. Sizes are exact Python ints up to here and
+#: are checked against it before any numpy int64 array (breadth, offsets, sums) sees them, so
+#: sums of a few million of them cannot wrap.
+MAX_TENSOR_BYTES = 2**53
+#: Ceiling on a sum of tensor sizes (naive sum, breadth): 2^62 B, so that offsets plus sizes
+#: never wrap an int64 (as :mod:`viewer.planning.csv_io` takes problems).
+MAX_SUM_BYTES = 2**62

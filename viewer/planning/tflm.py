@@ -23,8 +23,9 @@ buffer after the previous one, no reuse.
 
 from __future__ import annotations
 
-import bisect
 from math import gcd
+
+import numpy as np
 from typing import Mapping
 
 from viewer.errors import PlanCancelled
@@ -45,6 +46,22 @@ def _plan_alignment(alignment: int, offline: Mapping[int, int]) -> int:
     for off in offline.values():
         a = gcd(a, int(off)) if off else a
     return max(a, 1)
+
+
+def _first_fit(off, end, first, last, f: int, l_: int, size: int) -> int:
+    """The offset ``CalculateOffsetsIfNeeded``'s walk gives a buffer live over [f, l_].
+
+    Over the placed buffers that overlap it in time, in offset order: ``candidate`` is the
+    highest end seen so far (0 before any); the first buffer whose offset leaves a gap of
+    ``size`` above ``candidate`` stops the walk; otherwise it goes above them all.
+    """
+    idx = np.flatnonzero((first <= l_) & (last >= f))
+    if idx.size == 0:
+        return 0
+    ends = np.maximum.accumulate(end[idx])
+    before = np.concatenate(([0], np.maximum(ends[:-1], 0)))
+    hit = np.flatnonzero(off[idx] - before >= size)
+    return int(before[hit[0]]) if hit.size else int(max(ends[-1], 0))
 
 
 @register("tflm_greedy", "TFLM greedy (GreedyMemoryPlanner)",
@@ -74,29 +91,28 @@ def plan_tflm_greedy(problem: PlanningProblem, alignment: int = TFLM_ALIGNMENT, 
     online = [i for i, b in enumerate(bufs) if b.id not in offline][::-1]
     online.sort(key=lambda i: -size[i])  # stable, as ReverseSortInPlace
     order = fixed + online
-    placed_off: list[int] = []  # the offset-sorted list of placed buffers (ties: insertion order)
-    placed_idx: list[int] = []
+    # The offset-sorted list of placed buffers (ties: insertion order), as numpy arrays so the
+    # walk over it is vectorised: O(n) numpy work per buffer instead of a Python loop.
+    n = len(order)
+    p_off = np.zeros(n, dtype=np.int64)
+    p_end = np.zeros(n, dtype=np.int64)
+    p_first = np.zeros(n, dtype=np.int64)
+    p_last = np.zeros(n, dtype=np.int64)
     offsets: dict[int, int] = {}
     for k, i in enumerate(order):
         if not k & 1023 and cancelled is not None and cancelled():
             raise PlanCancelled("tflm_greedy: cancelled")
         b = bufs[i]
-        cand = 0
         if b.id in offline:
             cand = int(offline[b.id])
         else:
-            for off, j in zip(placed_off, placed_idx):
-                o = bufs[j]
-                if o.first > b.last or b.first > o.last:
-                    continue
-                if off - cand >= size[i]:
-                    break
-                cand = max(cand, off + size[j])
+            cand = _first_fit(p_off[:k], p_end[:k], p_first[:k], p_last[:k], b.first, b.last, size[i])
         offsets[b.id] = cand
         # The list walk inserts before the first entry whose offset is > cand.
-        pos = bisect.bisect_right(placed_off, cand)
-        placed_off.insert(pos, cand)
-        placed_idx.insert(pos, i)
+        pos = int(np.searchsorted(p_off[:k], cand, side="right"))
+        for arr, v in ((p_off, cand), (p_end, cand + size[i]), (p_first, b.first), (p_last, b.last)):
+            arr[pos + 1:k + 1] = arr[pos:k]
+            arr[pos] = v
     arena = max((offsets[b.id] + b.size for b in bufs), default=0)
     if progress is not None:
         progress(1.0, "tflm_greedy")

@@ -5,6 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 from viewer.errors import PlanningError
+from viewer.model.dtypes import MAX_SUM_BYTES
 from viewer.planning.types import Plan, PlanningProblem
 
 
@@ -13,7 +14,8 @@ def verify_plan(problem: PlanningProblem, plan: Plan) -> None:
 
     Checks: every buffer has an offset; every offset is >= 0 and a multiple of
     ``plan.alignment``; no two buffers overlap in both usage interval (inclusive operator
-    indices) and bytes; ``plan.arena_bytes`` equals max(offset + size).
+    indices) and bytes; ``plan.arena_bytes`` equals max(offset + size); no offset or arena
+    beyond 2^62 B (so int64 sums cannot wrap; sizes are capped at 2^53 B upstream).
 
     Raises
     ------
@@ -29,7 +31,13 @@ def verify_plan(problem: PlanningProblem, plan: Plan) -> None:
     missing = [int(i) for i in ids if int(i) not in plan.offsets]
     if missing:
         raise PlanningError(f"{plan.planner}: no offset for buffers {missing[:10]}")
-    off = np.array([plan.offsets[int(i)] for i in ids], dtype=np.int64)
+    offsets = [plan.offsets[int(i)] for i in ids]
+    worst = max(offsets)
+    if worst > MAX_SUM_BYTES or plan.arena_bytes > MAX_SUM_BYTES:
+        # Beyond 2^62 B an int64 offset + size could wrap; no real plan is that large.
+        raise PlanningError(f"{plan.planner}: offset {worst:,} or arena {plan.arena_bytes:,} B is beyond "
+                            f"2^62 B; not a plan of a real arena")
+    off = np.array(offsets, dtype=np.int64)
     if (off < 0).any():
         bad = int(ids[np.argmax(off < 0)])
         raise PlanningError(f"{plan.planner}: buffer {bad} has a negative offset")

@@ -42,6 +42,9 @@ _REQ = "_ZN6tflite5micro23MicroInterpreterContext27RequestScratchBufferInArenaEm
 _VT_GREEDY = "_ZTVN6tflite5micro19GreedyMemoryPlannerE"
 _VT_CONTEXT = "_ZTVN6tflite5micro23MicroInterpreterContextE"
 
+#: The largest arena this child tries (bytes).
+_MAX_ARENA = 4 << 30
+
 _C_INT = ctypes.c_int
 _VP = ctypes.c_void_p
 ADD3 = ctypes.CFUNCTYPE(_C_INT, _VP, _C_INT, _C_INT, _C_INT)
@@ -199,12 +202,24 @@ def main(argv=None) -> int:
                 hooks = Hooks(ctypes.CDLL(_runtime.__file__))
             except (AttributeError, LookupError, OSError, ValueError) as e:
                 result["hooks_error"] = str(e)
+        arena = args.arena
+        if hasattr(os, "fork"):
+            # A model larger than the arena fails (or crashes TFLM): find, in forks, the first of
+            # arena, 4x, 16x ... (up to 4 GiB) it loads with; the real load uses that size.
+            n = arena
+            while n <= _MAX_ARENA and not _loads_in_fork(runtime, args.model, n):
+                n *= 4
+            arena = n if n <= _MAX_ARENA else arena
+        if hooks is not None:  # only the load below counts
+            hooks.plans.clear()
+            hooks.scratch.clear()
         try:
-            it = runtime.Interpreter.from_file(args.model, arena_size=args.arena)
+            it = runtime.Interpreter.from_file(args.model, arena_size=arena)
         except (RuntimeError, ValueError) as e:
             result["error"] = load_error(captured(), str(e))
             _write(out_fd, result)
             return 0
+        result["arena_size_used"] = arena
         cap.seek(0)
         cap.truncate()
         it.print_allocations()
@@ -217,7 +232,7 @@ def main(argv=None) -> int:
             result["planner_offsets"] = [plan["offsets"].get(i) for i in range(len(plan["buffers"]))]
             result["scratch_bytes"] = list(hooks.scratch)
         if args.min_arena and result["ok"] and hasattr(os, "fork"):
-            result["min_arena_bytes"] = _min_arena(runtime, args.model, result["total_bytes"], args.arena)
+            result["min_arena_bytes"] = _min_arena(runtime, args.model, result["total_bytes"], arena)
             cap.seek(0)
             cap.truncate()
         if args.invoke_seed is not None:
@@ -230,6 +245,26 @@ def main(argv=None) -> int:
     return 0
 
 
+def _loads_in_fork(runtime, path: str, n: int) -> bool:
+    """True when the interpreter is built with ``arena_size=n``, tried in a forked process.
+
+    TFLM can crash on an arena too small for its bookkeeping, so each size is tried in a fork.
+    """
+    pid = os.fork()
+    if pid == 0:
+        try:
+            devnull = os.open(os.devnull, os.O_WRONLY)
+            os.dup2(devnull, 1)
+            os.dup2(devnull, 2)
+            runtime.Interpreter.from_file(path, arena_size=n)
+            code = 0
+        except BaseException:  # noqa: BLE001 - the exit status is the answer
+            code = 1
+        os._exit(code)
+    _, status = os.waitpid(pid, 0)
+    return os.WIFEXITED(status) and os.WEXITSTATUS(status) == 0
+
+
 def _min_arena(runtime, path: str, total: int, upper: int) -> int | None:
     """Smallest ``arena_size`` (bytes) with which the interpreter is built, by bisection.
 
@@ -237,17 +272,7 @@ def _min_arena(runtime, path: str, total: int, upper: int) -> int | None:
     recorded. The wrapper allocates the arena itself (malloc: 16-byte aligned here).
     """
     def loads(n: int) -> bool:
-        # TFLM can crash on an arena too small for its bookkeeping: try each size in a fork.
-        pid = os.fork()
-        if pid == 0:
-            try:
-                runtime.Interpreter.from_file(path, arena_size=n)
-                code = 0
-            except BaseException:  # noqa: BLE001 - the exit status is the answer
-                code = 1
-            os._exit(code)
-        _, status = os.waitpid(pid, 0)
-        return os.WIFEXITED(status) and os.WEXITSTATUS(status) == 0
+        return _loads_in_fork(runtime, path, n)
 
     lo, hi = max(total - 1, 0), total
     while not loads(hi):

@@ -85,6 +85,7 @@ class RuntimeWorker:
         self._lock = threading.Lock()
         self._pumps: list[threading.Thread] = []
         self._answers: collections.OrderedDict = collections.OrderedDict()
+        self._cache_lock = threading.Lock()
 
     # -- process --------------------------------------------------------------------------
     @property
@@ -190,8 +191,10 @@ class RuntimeWorker:
         made while another thread's is in flight runs in a one-shot process instead.
         """
         key = self._cache_key(args)
-        if key is not None and key in self._answers:
-            return copy.deepcopy(self._answers[key])
+        with self._cache_lock:
+            kept = self._answers.get(key) if key is not None else None
+        if kept is not None:
+            return copy.deepcopy(kept)
         if not self._lock.acquire(timeout=BUSY_WAIT):
             return _run_child(args, shown, timeout, what)
         try:
@@ -199,9 +202,10 @@ class RuntimeWorker:
         finally:
             self._lock.release()
         if key is not None and out.get("ok") and not out.get("notes"):
-            self._answers[key] = copy.deepcopy(out)
-            while len(self._answers) > ANSWERS_KEPT:
-                self._answers.popitem(last=False)
+            with self._cache_lock:
+                self._answers[key] = copy.deepcopy(out)
+                while len(self._answers) > ANSWERS_KEPT:
+                    self._answers.popitem(last=False)
         return out
 
     def _cache_key(self, args: list[str]):

@@ -52,6 +52,7 @@ class PackingChart(QWidget):
     tensor_selected = Signal(int)
     operator_clicked = Signal(int)
     tensor_dtype_requested = Signal(int, str)
+    split_requested = Signal(int)
 
     def __init__(self, parent: QWidget | None = None):
         super().__init__(parent)
@@ -228,6 +229,19 @@ class PackingChart(QWidget):
         menu ticks each tensor's current choice."""
         self._tensor_dtypes = {int(k): str(v) for k, v in dict(tensor_dtypes or {}).items()}
 
+    def split_menu(self, op: int, menu: QMenu | None = None) -> QMenu:
+        """Add "Tiling: split here" for operator ``op`` (emits :attr:`split_requested`)."""
+        if menu is None:
+            if self._menu is not None:
+                self._menu.close()
+                self._menu.deleteLater()
+            menu = self._menu = QMenu(self)
+        else:
+            menu.addSeparator()
+        act = menu.addAction(f"Tiling: split here (patches through operator #{op})")
+        act.triggered.connect(lambda _=False: self.split_requested.emit(op))
+        return menu
+
     def context_menu(self, tensor: int) -> QMenu:
         """The context menu of ``tensor``'s rectangle: "Store as float16 / bfloat16 / int8 /
         float32" and "Reset to the model's dtype", each emitting :attr:`tensor_dtype_requested`.
@@ -389,9 +403,14 @@ class PackingChart(QWidget):
         if ev.button() == Qt.MouseButton.RightButton and self._data is not None:
             where, x, y = self._data_point(ev.scenePos())
             t = self.tensor_at(x, y) if where == "packing" else None
+            op = int(np.floor(x))
+            in_ops = where is not None and 0 <= op < self._data.num_ops
             if t is not None:
                 ev.accept()
-                self.context_menu(t).popup(ev.screenPos().toPoint())
+                menu = self.context_menu(t)
+                if in_ops:
+                    self.split_menu(op, menu)
+                menu.popup(ev.screenPos().toPoint())
                 return
         type(vb).mouseClickEvent(vb, ev)
 

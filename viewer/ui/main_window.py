@@ -25,6 +25,8 @@ from viewer.ui.chart import PackingChart
 from viewer.ui.compare import CompareView
 from viewer.ui.side_panel import SidePanel, budget_report
 from viewer.ui.tensor_table import TensorTable
+from viewer.ui.tiling_panel import TilingController
+from viewer.ui.widgets import VerticalScrollArea
 from viewer.ui.whatif_panel import WhatIfPanel
 from viewer.ui.workers import TaskRunner
 from viewer.units import format_bytes
@@ -95,10 +97,13 @@ class MainWindow(QMainWindow):
         self.side = SidePanel(self)
         self.table = TensorTable(self)
         self.whatif = WhatIfPanel(self)
+        self.tiling = TilingController(self)  # its section goes into the What if panel
         right = Qt.DockWidgetArea.RightDockWidgetArea
         side_dock = self._add_dock("Summary", self.side, right, "side_dock")
         table_dock = self._add_dock("Tensors", self.table, Qt.DockWidgetArea.BottomDockWidgetArea, "table_dock")
-        whatif_dock = self._add_dock("What if", self.whatif, right, "whatif_dock")
+        # The panel (with its Tiling section) is taller than a dock: it scrolls.
+        self.whatif_scroll = VerticalScrollArea(self.whatif, self)
+        whatif_dock = self._add_dock("What if", self.whatif_scroll, right, "whatif_dock")
         self.resizeDocks([table_dock], [230], Qt.Orientation.Vertical)
         self.resizeDocks([side_dock], [420], Qt.Orientation.Horizontal)
         self.tabifyDockWidget(side_dock, whatif_dock)
@@ -324,8 +329,16 @@ class MainWindow(QMainWindow):
             return
         plan = resp.plans[planner]
         name = titled_model_name(os.path.basename(resp.model.path), resp.request.edits)
+        tiled = self.tiling.view
+        if tiled is not None:  # the tiling what-if: one patch, the cut buffers, then the tail
+            g = tiled.plan.grid
+            name = f"{os.path.basename(resp.model.path)} tiled {g[0]}x{g[1]} after #{tiled.plan.split}"
+            self.chart.set_view(tiled.analysis, tiled.drawn, model_name=name, subgraph=resp.request.subgraph)
+            self.table.set_view(tiled.analysis, tiled.drawn)
+            self._update_budget_verdict()
+            return
         self.chart.set_view(resp.analysis, plan, model_name=name, subgraph=resp.request.subgraph)
-        self.table.set_view(resp.analysis, plan)
+        self.table.set_view(resp.analysis, plan, self.document.temporary_shapes())
         self._update_budget_verdict()
 
     def _update_compare_view(self) -> None:
@@ -333,6 +346,10 @@ class MainWindow(QMainWindow):
         if not self.compare.isVisibleTo(self):
             return
         sides = self.document.compare_sides()
+        tiled = self.tiling.view
+        if tiled is not None and not isinstance(sides, str):  # untiled baseline beside the tiled run
+            g = tiled.plan.grid
+            sides = (sides[0], (tiled.analysis, tiled.drawn, f"tiled {g[0]}x{g[1]} after #{tiled.plan.split}"), "")
         if isinstance(sides, str):
             self.compare.clear(sides)
         else:
@@ -425,4 +442,5 @@ class MainWindow(QMainWindow):
     def closeEvent(self, event) -> None:  # noqa: N802
         self.save_layout()
         self.runner.shutdown()
+        self.tiling.shutdown()
         super().closeEvent(event)

@@ -45,7 +45,10 @@ class TensorTableModel(QAbstractTableModel):
         self._rows: list[tuple] = []
         self._row_of: dict[int, int] = {}
 
-    def set_view(self, analysis: Analysis | None, plan: Plan | None) -> None:
+    def set_view(self, analysis: Analysis | None, plan: Plan | None, extra_shapes=None) -> None:
+        """Rows of ``analysis``'s usages; ``extra_shapes`` (tensor -> (shape, dtype)) gives the
+        shapes of tensors the model does not hold (the runtime's kernel temporaries)."""
+        extra = dict(extra_shapes or {})
         self.beginResetModel()
         self._rows = []
         if analysis is not None:
@@ -53,7 +56,7 @@ class TensorTableModel(QAbstractTableModel):
             for u in analysis.usages:
                 kind = u.kind if u.alias_of is None else f"{u.kind} (of {u.alias_of})"
                 producer = "-" if u.producer is None else f"#{u.producer} {analysis.op_name(u.producer)}"
-                shape, dtype = _shape_dtype(analysis, u.tensor)
+                shape, dtype = extra.get(u.tensor) or _shape_dtype(analysis, u.tensor)
                 self._rows.append((
                     u.tensor, analysis.tensor_name(u.tensor), shape, dtype, kind, u.nbytes,
                     u.first_op, u.last_op, u.held_ops, offsets.get(u.tensor), producer,
@@ -147,11 +150,12 @@ class TensorTable(QWidget):
         lay.addWidget(self.no_match)
         lay.addWidget(self.view)
 
-    def set_view(self, analysis: Analysis | None, plan: Plan | None) -> None:
+    def set_view(self, analysis: Analysis | None, plan: Plan | None, extra_shapes=None) -> None:
+        """Show ``analysis``'s tensors with ``plan``'s offsets (see :meth:`TensorTableModel.set_view`)."""
         selected = self.selected_tensor()
         self._syncing = True
         try:
-            self.model.set_view(analysis, plan)
+            self.model.set_view(analysis, plan, extra_shapes)
             self.view.resizeColumnsToContents()
             self.view.setColumnWidth(1, min(self.view.columnWidth(1), 320))
         finally:

@@ -3,9 +3,9 @@ and a one-line label that elides a long text and keeps all of it in its tooltip.
 
 from __future__ import annotations
 
-from PySide6.QtCore import Qt
+from PySide6.QtCore import QEvent, QSize, Qt
 from PySide6.QtGui import QFontMetrics
-from PySide6.QtWidgets import QComboBox, QDoubleSpinBox, QLabel, QSizePolicy, QSpinBox
+from PySide6.QtWidgets import QComboBox, QDoubleSpinBox, QFrame, QLabel, QScrollArea, QSizePolicy, QSpinBox, QWidget
 
 
 class _FocusWheel:
@@ -86,8 +86,9 @@ class WrapLabel(QLabel):
     def __init__(self, text: str = "", parent=None):
         super().__init__(text, parent)
         self.setWordWrap(True)
+        self.setAlignment(Qt.AlignmentFlag.AlignLeft | Qt.AlignmentFlag.AlignTop)
         self.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
-        self.setSizePolicy(QSizePolicy.Policy.Preferred, QSizePolicy.Policy.MinimumExpanding)
+        self.setSizePolicy(QSizePolicy.Policy.Preferred, QSizePolicy.Policy.Minimum)
 
     def setText(self, text: str) -> None:  # noqa: N802 (Qt override)
         super().setText(text)
@@ -99,6 +100,32 @@ class WrapLabel(QLabel):
 
     def _fit_height(self) -> None:
         if self.width() > 0:
+            old = self.minimumHeight()
+            super().setMinimumHeight(0)  # QLabel's heightForWidth never goes below the minimum
             h = self.heightForWidth(self.width())
-            if h > 0 and h != self.minimumHeight():
-                self.setMinimumHeight(h)
+            super().setMinimumHeight(h if h > 0 else old)
+
+
+class VerticalScrollArea(QScrollArea):
+    """Scrolls its widget vertically only; as wide as the widget needs (its minimum width plus
+    the scroll bar), so a dock holding it keeps every row whole."""
+
+    def __init__(self, widget: QWidget, parent: QWidget | None = None):
+        super().__init__(parent)
+        self.setWidget(widget)
+        self.setWidgetResizable(True)
+        self.setFrameShape(QFrame.Shape.NoFrame)
+        self.setHorizontalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
+        widget.installEventFilter(self)
+
+    def eventFilter(self, obj, event) -> bool:  # noqa: N802 (Qt's name)
+        if obj is self.widget() and event.type() == QEvent.Type.LayoutRequest:
+            self.updateGeometry()  # the widget's minimum width changed: the dock follows
+        return super().eventFilter(obj, event)
+
+    def minimumSizeHint(self) -> QSize:  # noqa: N802 (Qt's name)
+        hint = super().minimumSizeHint()
+        w = self.widget()
+        if w is None:
+            return hint
+        return QSize(w.minimumSizeHint().width() + self.verticalScrollBar().sizeHint().width(), hint.height())

@@ -25,6 +25,8 @@ from typing import Callable, Mapping
 MAX_RUNTIME_PROBES = 20
 #: Sides tried one by one below a side the model rejects, for the nearest it takes (estimate only).
 WALK = 64
+#: How :mod:`viewer.whatif.apply` words a side the runtime itself rejected.
+RUNTIME_REJECTS = "the LiteRT runtime failed to prepare it"
 #: Sides above the answer checked one by one with the estimate (the bytes need not be monotone).
 VERIFY_ABOVE = 8
 
@@ -62,6 +64,9 @@ class ResolutionSearch:
         Largest relative difference estimate vs runtime over the sides both measured.
     note : str
         One line: how the answer was found and what was verified.
+    cannot_tell : str
+        Why no answer can be given ("" when there is one): the runtime cannot run the model
+        and our inference does not reach the end of it.
     """
 
     side: int
@@ -75,6 +80,7 @@ class ResolutionSearch:
     runtime: Mapping[int, int | None] = field(default_factory=dict, compare=False)
     estimate_error: float | None = None
     note: str = ""
+    cannot_tell: str = ""
 
 
 class _Budgeted:
@@ -103,6 +109,11 @@ class _Budgeted:
 
 class _OutOfProbes(Exception):
     pass
+
+
+class CannotTell(Exception):
+    """Raised by a ``confirm`` callable when the runtime cannot answer at all (it cannot run
+    the model, as opposed to rejecting a side); ``str()`` says why."""
 
 
 def search_square(
@@ -156,6 +167,9 @@ def search_square(
         return _confirmed_bisection(est, rt, available_bytes, min_side, max_side)
     except _OutOfProbes:
         return _out_of_probes(est, rt, available_bytes)
+    except CannotTell as e:
+        return _result(0, None, False, None, None, "", est, rt,
+                       f"cannot tell: the runtime cannot confirm any side ({e})", cannot_tell=str(e))
 
 
 def _fits(out: Outcome, avail: int, scale: float = 1.0) -> bool | None:
@@ -181,7 +195,7 @@ def _fixed_size(est, rt, s0: int, lo: int, hi: int) -> str | None:
     others = [s for s in (s0 // 2, s0 * 2) if lo <= s <= hi and s != s0 and s != first]
     if any(est(s)[0] is not None for s in others):
         return None
-    ask = others[-1] if others else first  # the smallest failing side: the cheapest probe
+    ask = others[-1] if others else first  # twice the stored side: the runtime names the op
     if rt(ask)[0] is not None:  # our inference rejects what the runtime takes: do not trust it
         return None
     return rt(ask)[1] or est(ask)[1] or f"the model rejects {ask}x{ask}"
@@ -302,15 +316,36 @@ def _out_of_probes(est, rt, avail: int) -> ResolutionSearch:
                    rt.cache[above][0] if above else None, "", est, rt, note)
 
 
-def _result(side, total, confirmed, nb, nb_bytes, fixed_by, est, rt, note) -> ResolutionSearch:
+def _result(side, total, confirmed, nb, nb_bytes, fixed_by, est, rt, note,
+            cannot_tell: str = "") -> ResolutionSearch:
     errs = [abs(est.cache[s][0] - b) / b for s, (b, _) in rt.cache.items()
             if b and s in est.cache and est.cache[s][0] is not None]
     return ResolutionSearch(side, total, confirmed, nb, nb_bytes, fixed_by, rt.calls, est.calls,
                             {s: b for s, (b, _) in rt.cache.items()},
-                            max(errs) if errs else None, note)
+                            max(errs) if errs else None, note, cannot_tell)
 
 
 # -- a model ------------------------------------------------------------------------------------
+def square_input_problem(model, subgraph_index: int) -> str | None:
+    """Why the square search cannot resize this model's image input, or None when it can.
+
+    The search sets H = W of the only rank-4 input, read as NHWC; an input that looks NCHW
+    (``[N, C, H, W]`` with C <= 4 and H = W > C) would have its channels resized instead.
+    """
+    sg = model.subgraph(subgraph_index)
+    images = [sg.tensors[t] for t in sg.inputs if sg.tensors[t].shape is not None
+              and len(sg.tensors[t].shape) == 4]
+    if len(images) > 1:
+        return (f"{len(images)} rank-4 inputs ({', '.join(repr(t.name) for t in images)}): the "
+                "square search resizes the only image input")
+    if images:
+        n, a, b, c = (int(d) for d in images[0].shape)
+        if 0 < a <= 4 and b == c and b > a:
+            return (f"input {images[0].name!r} {n}x{a}x{b}x{c} looks NCHW (channels first); the "
+                    "square search resizes dimensions 1 and 2 of an NHWC input")
+    return None
+
+
 def scaled_temporaries(temporaries, base_shapes: Mapping[int, tuple], new_shapes: Mapping[int, tuple],
                        subgraph) -> tuple:
     """The runtime's kernel temporaries at new shapes: each scaled with its operator's output.
@@ -400,6 +435,9 @@ def find_largest_square(
     base_shapes = {t.index: tuple(t.shape) for t in base.analysis.subgraph.tensors}
     fixed = base.persistent_bytes + base.other_subgraphs_bytes
     base_total = total(base)
+    # Can the runtime run this model at all? (If not, footprint's shapes are our own inference
+    # and a rejection is ours: it confirms nothing.)
+    runtime_runs = not base_edits.rescale_fixed_sizes and (base.measured or not measure)
 
     def estimate(side: int) -> Outcome:
         try:
@@ -416,13 +454,21 @@ def find_largest_square(
             fp = footprint(model, subgraph_index, at(side), planner=planner, measure=measure,
                            timeout=timeout, time_limit=time_limit)
         except WhatIfError as e:
+            if not base_edits.rescale_fixed_sizes and (not runtime_runs or RUNTIME_REJECTS not in str(e)):
+                raise CannotTell(str(e)) from None  # our inference failed, not the runtime
             return None, str(e)
         return total(fp), ""
 
     found = search_square(estimate, confirm, available_bytes, stored_side=stored,
                           stored_bytes=base_total, min_side=min_side, max_side=max_side,
                           max_runtime_probes=max_runtime_probes - 1, progress=progress)
-    return dataclasses.replace(found, runtime_probes=found.runtime_probes + 1)
+    found = dataclasses.replace(found, runtime_probes=found.runtime_probes + 1)
+    if not runtime_runs and found.confirmed:
+        why = ("--rescale-fixed-sizes: the model as stored cannot take the resize"
+               if base_edits.rescale_fixed_sizes else "the runtime cannot run this model")
+        found = dataclasses.replace(found, confirmed=False, note=(
+            f"NOT confirmed by the runtime ({why}): our estimate at every side; " + found.note))
+    return found
 
 
 def _temporaries_of(analysis):

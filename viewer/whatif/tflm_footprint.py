@@ -107,7 +107,8 @@ def tflm_footprint(model: Model, *, planner: str = "tflm_greedy", planners=None,
     elif measure:
         meas = measure_tflm(model, timeout=timeout, min_arena=min_arena)
         if not meas.ok:
-            notes.append(f"{meas.error}; planned numbers only: {NOT_MEASURED_NOTE}")
+            notes.append(meas.error if NOT_MEASURED_NOTE in meas.error
+                         else f"{meas.error}; planned numbers only: {NOT_MEASURED_NOTE}")
     elif not measure:
         notes.append(f"TFLM not run: {NOT_MEASURED_NOTE}")
     ok = meas is not None and meas.ok

@@ -250,6 +250,7 @@ class SearchResult:
     best: dict[tuple[int, int], TilePlan] = field(default_factory=dict)
     curve: dict[tuple[int, int], list[tuple[int, int, float]]] = field(default_factory=dict)
     skipped: dict[tuple[int, int], list[tuple[int, str]]] = field(default_factory=dict)
+    complete: bool = True
 
     @property
     def overall(self) -> TilePlan | None:
@@ -263,8 +264,12 @@ class SearchResult:
 
 
 def search(tiler: Tiler, grids=None, splits=None, input_mode: str = RESIDENT,
-           progress: Callable[[int, int], None] | None = None) -> SearchResult:
+           progress: Callable[[int, int], None] | None = None,
+           cancelled: Callable[[], bool] | None = None) -> SearchResult:
     """Try every grid (default 1x1, 2x2, ..., 8x8) with every split (default all valid ones).
+
+    ``progress(done, total)`` is called after each (grid, split); when ``cancelled()`` turns
+    true the search stops and returns what it has (``SearchResult.complete`` False).
 
     Returns
     -------
@@ -278,6 +283,9 @@ def search(tiler: Tiler, grids=None, splits=None, input_mode: str = RESIDENT,
         res.curve[grid], res.skipped[grid] = [], []
         for k in splits:
             done += 1
+            if cancelled is not None and cancelled():
+                res.complete = False
+                return res
             try:
                 p = tiler.evaluate(grid, k, input_mode)
             except (ValueError, ops.NotLocal) as e:

@@ -1,0 +1,100 @@
+"""plan, check and export at 10k, 50k and 100k operators: seconds and peak RSS per command.
+
+    .venv/bin/python benchmarks/bench_scale.py [--sizes 10000,50000,100000] [--timeout 120]
+                                               [--commands plan,check,check-measured,export]
+
+The models are built in code (LiteRT's schema object API, cached in a temporary folder): a
+chain of ADD operators on 8 KiB float tensors, ``t[k+1] = ADD(t[k], t[j])``, where ``j`` is
+``k`` itself or, one time in five, an earlier tensor 2..64 operators back (a skip connection),
+with a few long skips reaching up to a quarter of the graph: the shape of a deep residual
+network, as large as LLM-sized LiteRT graphs get.
+
+Each command runs as ``arena-viewer ...`` in a forked child (tests/fuzz/harness.py, as the fuzz
+campaign does) with a 4 GiB address-space limit; the wall time and the child's peak RSS are
+printed, with its CPU time (user + system, children included): on this shared machine the
+wall time mostly measures the load. ``plan`` runs every fast planner (``--planner all``: naive, litert, greedy_by_size,
+greedy_by_breadth, strip_packing) and verifies each plan; ``check`` plans only
+(``--no-measure``); ``check-measured`` also runs LiteRT; ``export`` writes a 1600x1000 PNG.
+The anchor, measured in the same run, is ``plan --planner greedy_by_size`` (issue 15: under a
+second at 100k tensors on an idle machine): the figures scale with the machine's load, which
+the load average printed beside them shows. Target: each command under 10 s at 100k.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+import numpy as np  # noqa: E402
+
+from tests.fuzz.harness import Runner  # noqa: E402
+
+
+def build_model(n_ops: int, seed: int = 0) -> bytes:
+    """The residual ADD chain of ``n_ops`` operators as .tflite bytes (see the module doc)."""
+    from tests.tflite_builder import build, tensor
+
+    rng = np.random.default_rng(seed)
+    shape = (1, 16, 16, 8)  # 8 KiB of float32
+    back = np.where(rng.random(n_ops) < 0.2, rng.integers(2, 65, size=n_ops), 0)
+    far = rng.random(n_ops) < 0.005
+    back = np.where(far, rng.integers(64, max(n_ops // 4, 65), size=n_ops), back)
+    ts = [tensor(f"t{i}", shape) for i in range(n_ops + 1)]
+    ops = []
+    for k in range(n_ops):
+        j = k - int(back[k]) if back[k] and k - int(back[k]) >= 0 else k
+        ops.append((0, [k, j], [k + 1]))
+    return build(ts, ops, [0], [n_ops])
+
+
+def model_path(n_ops: int, folder: Path) -> Path:
+    p = folder / f"residual_add_{n_ops}.tflite"
+    if not p.exists():
+        t0 = time.perf_counter()
+        p.write_bytes(build_model(n_ops))
+        print(f"built {p.name}: {p.stat().st_size:,d} B in {time.perf_counter() - t0:.1f} s",
+              file=sys.stderr, flush=True)
+    return p
+
+
+COMMANDS = {
+    "anchor": lambda m, out: ["plan", m, "--planner", "greedy_by_size"],
+    "plan": lambda m, out: ["plan", m],
+    "check": lambda m, out: ["check", m, "--budget", "1GiB", "--no-measure"],
+    "check-measured": lambda m, out: ["check", m, "--budget", "1GiB"],
+    "export": lambda m, out: ["export", m, "-o", out, "--force"],
+}
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--sizes", default="10000,50000,100000")
+    ap.add_argument("--commands", default="anchor,plan,check,check-measured,export")
+    ap.add_argument("--timeout", type=float, default=120.0, metavar="S")
+    ap.add_argument("--cache", type=Path, default=Path(tempfile.gettempdir()) / "arena-bench-scale")
+    args = ap.parse_args(argv)
+    args.cache.mkdir(parents=True, exist_ok=True)
+    names = args.commands.split(",")
+    print(f"{'operators':>9}  {'command':<15} {'wall s':>8} {'CPU s':>7}  {'peak RSS':>9}  {'exit':>4}  load  note")
+    with Runner() as runner:
+        for n in (int(s) for s in args.sizes.split(",")):
+            m = model_path(n, args.cache)
+            out = str(args.cache / f"chart_{n}.png")
+            for name in names:
+                o = runner.run(COMMANDS[name](str(m), out), timeout=args.timeout)
+                note = "TIMED OUT" if o.timed_out else (
+                    o.stderr.strip().splitlines()[-1][:90] if o.kind != "result" and o.stderr.strip() else "")
+                print(f"{n:>9,d}  {name:<15} {o.seconds:>8.2f} {o.cpu_seconds:>7.2f}  {o.max_rss / 2**20:>6.0f} MiB  "
+                      f"{'-' if o.rc is None else o.rc:>4}  {os.getloadavg()[0]:4.1f}  {note}", flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
