@@ -99,3 +99,13 @@ def test_halo_and_border_padding_per_patch(index, share, mid, inp, pads):
     assert cut_tensors(sg, 1) == [4]
     assert (g.share[4], g.need[2], g.need[0]) == (share, mid, inp)
     assert g.crop((1, 0), 2)[2:] == pads
+
+
+def test_weights_dequantized_from_fp16_do_not_end_the_prefix():
+    """mobilenet_v2_224_fp16 dequantizes its weights with DEQUANTIZE operators interleaved in the
+    graph: they are weights (prepare time), so the image path is tiled as in the float model."""
+    tiler = make_tiler(str(shared_model("mobilenet_v2_224_fp16.tflite")))
+    assert tiler.prefix.last_op > 100 and "MEAN" in tiler.prefix.reason
+    assert 0 not in tiler.splits()  # #0 DEQUANTIZE makes a weight: no split there
+    plan = tiler.evaluate((2, 2), 78)
+    assert plan.peak_bytes == 3_620_096  # the float model's 2x2 figure (LiteRT measured the same)

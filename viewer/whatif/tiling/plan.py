@@ -28,7 +28,7 @@ from viewer.analysis.intervals import analyze
 from viewer.analysis.types import Temporary
 from viewer.model.types import Subgraph
 from viewer.planning.litert import plan_litert
-from viewer.whatif.tiling.geometry import Prefix, axis_geometry, cut_tensors, patchable_prefix
+from viewer.whatif.tiling.geometry import Prefix, axis_geometry, constant_ops, cut_tensors, patchable_prefix
 from viewer.whatif.tiling.graph import GraphSpec, build_patch, build_tail, to_subgraph
 
 RESIDENT, STREAMED = "resident", "streamed"
@@ -57,15 +57,26 @@ def graph_macs(sub: Subgraph) -> int:
 
 @dataclass
 class PatchClass:
-    """Patches whose graphs are alike (one signature of the written patch model)."""
+    """Patches whose graphs are alike (one signature of the written patch model).
+
+    ``graph`` is built on first use (``make``): the search only needs the figures, and a class
+    whose transpose was already planned reuses its figures (same tensor sizes, same operators).
+    """
 
     key: str
     patches: list[tuple[int, int]]
-    graph: GraphSpec
+    make: Callable[[], GraphSpec]
     input_shape: tuple[int, ...]
     arena_bytes: int
     temporaries_bytes: int
     macs: int
+    _graph: GraphSpec | None = field(default=None, repr=False)
+
+    @property
+    def graph(self) -> GraphSpec:
+        if self._graph is None:
+            self._graph = self.make()
+        return self._graph
 
 
 @dataclass
@@ -143,7 +154,9 @@ class Tiler:
     def splits(self) -> list[int]:
         """Every valid split K (0..last patchable operator) whose cut excludes graph outputs."""
         outs = set(self.sg.outputs)
-        return [k for k in range(self.prefix.last_op + 1) if not outs & set(cut_tensors(self.sg, k))]
+        skip = constant_ops(self.sg)
+        return [k for k in range(self.prefix.last_op + 1)
+                if k not in skip and cut_tensors(self.sg, k) and not outs & set(cut_tensors(self.sg, k))]
 
     def _geom(self, k, cut, axis, i, n):
         key = (k, axis, i, n)
@@ -173,10 +186,12 @@ class Tiler:
                              + (f" ({self.prefix.reason})" if self.prefix.reason else ""))
         r, c = grid
         cut = cut_tensors(sg, k)
+        if k in constant_ops(sg) or not cut:
+            raise ValueError(f"operator #{k} ({sg.operators[k].op_name}) computes weights from constants: "
+                             "split after an operator of the image path")
         rows = [self._geom(k, cut, 1, i, r) for i in range(r)]
         cols = [self._geom(k, cut, 2, j, c) for j in range(c)]
         ykeys = _class_names([g.key(sg) for g in rows], ("top", "mid", "bottom"))
-        hy = {id(g): hash(g.key(sg)) for g in rows + cols}
         xkeys = _class_names([g.key(sg) for g in cols], ("left", "mid", "right"))
         classes: dict[str, PatchClass] = {}
         for i, gy in enumerate(rows):
@@ -186,15 +201,21 @@ class Tiler:
                 if name in classes:
                     classes[name].patches.append((i, j))
                     continue
-                ck = (k, r, c, hy[id(gy)], hy[id(gx)], gy.key(sg), gx.key(sg))
-                if ck not in self._class:
-                    g = build_patch(sg, k, gy, gx, name)
-                    sub = to_subgraph(g, sg)
+                ky, kx = gy.key(sg), gx.key(sg)
+                figures = self._class.get((k, ky, kx)) or self._class.get((k, kx, ky))  # a transpose: same figures
+                built = None
+                if figures is None:
+                    built = build_patch(sg, k, gy, gx, name)
+                    sub = to_subgraph(built, sg)
                     arena, temps = arena_of(sub)
-                    self._class[ck] = (g, arena, temps, graph_macs(sub))
-                g, arena, temps, m = self._class[ck]
-                inp = g.tensors[next(iter(g.inputs.values()))].shape if g.inputs else ()
-                classes[name] = PatchClass(name, [(i, j)], g, inp, arena, temps, m)
+                    figures = self._class[(k, ky, kx)] = (arena, temps, graph_macs(sub))
+                arena, temps, m = figures
+                t_in = self.prefix.input
+                src = sg.tensors[t_in]
+                inp = (src.shape[0], gy.need[t_in][1] - gy.need[t_in][0], gx.need[t_in][1] - gx.need[t_in][0],
+                       src.shape[3])
+                make = (lambda gy=gy, gx=gx, name=name: build_patch(sg, k, gy, gx, name))
+                classes[name] = PatchClass(name, [(i, j)], make, inp, arena, temps, m, built)
         tail, tail_arena = self.tail(k, cut)
         input_bytes = sum(sg.tensors[t].nbytes for t in sg.inputs)
         return TilePlan(
