@@ -369,6 +369,8 @@ class MainWindow(QMainWindow):
             self.whatif.set_verdict("")
         elif rep.fits:
             self.whatif.set_verdict(f"fits, headroom {format_bytes(rep.headroom_bytes)}", True)
+        elif rep.message.startswith("cannot tell"):
+            self.whatif.set_verdict(rep.message, False)
         else:
             binding = (f" (binding operator #{rep.binding_op} {rep.binding_op_name})"
                        if rep.binding_op >= 0 else "")
