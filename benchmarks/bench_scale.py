@@ -88,7 +88,7 @@ def main(argv: list[str] | None = None) -> int:
             m = model_path(n, args.cache)
             out = str(args.cache / f"chart_{n}.png")
             for name in names:
-                o = runner.run(COMMANDS[name](str(m), out), timeout=args.timeout)
+                o = runner.run(COMMANDS[name](str(m), out), timeout=args.timeout, cpu_limit=args.timeout)
                 note = "TIMED OUT" if o.timed_out else (
                     o.stderr.strip().splitlines()[-1][:90] if o.kind != "result" and o.stderr.strip() else "")
                 print(f"{n:>9,d}  {name:<15} {o.seconds:>8.2f} {o.cpu_seconds:>7.2f}  {o.max_rss / 2**20:>6.0f} MiB  "

@@ -76,6 +76,7 @@ def campaign() -> None:
     cases = [(m, (g, g), None) for m in ("mobilenet_v2_224_int8", "mobilenet_v2_224", "unet_256") for g in (2, 4)]
     cases.append(("unet_256", (2, 2), 2))
     cases.append(("unet_256", (4, 4), 2))
+    cases.append(("mobilenet_v2_224_int8", (3, 5), 16))  # uneven rows and columns: mid2 classes
     print("model                   grid split  sigs  arenas  cut          outputs      peak (pred = meas)  untiled      x")
     for name, grid, split in cases:
         path = SHARED / f"{name}.tflite"

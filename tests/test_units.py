@@ -11,6 +11,9 @@ from viewer.units import MAX_SIZE_BYTES, format_bytes, parse_size
 @pytest.mark.parametrize("n, text", [
     (0, "0 B"), (1023, "1023 B"), (1024, "1.0 KiB"), (1536, "1.5 KiB"),
     (6_623_232, "6.3 MiB"), (3 << 30, "3.0 GiB"), (5 << 40, "5.0 TiB"), (-2048, "-2.0 KiB"),
+    # Ties round away from zero, as people do: 2.25 KiB, 0.05 MiB past 1 MiB, 2.75 KiB.
+    (2304, "2.3 KiB"), (-2304, "-2.3 KiB"), (1_101_005, "1.1 MiB"), (2816, "2.8 KiB"),
+    (2252, "2.2 KiB"),  # 2.199... KiB: below the tie
 ])
 def test_format_bytes_one_decimal_binary_units(n, text):
     assert format_bytes(n) == text

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+from decimal import ROUND_HALF_UP, Decimal
 
 from viewer.errors import UsageError
 
@@ -15,6 +16,8 @@ _UNITS = {
 }
 
 
+_TENTH = Decimal("0.1")
+
 #: The largest size :func:`parse_size` takes: 2**62 bytes (4 EiB), so sums of a few stay in int64.
 MAX_SIZE_BYTES = 1 << 62
 
@@ -22,17 +25,18 @@ MAX_SIZE_BYTES = 1 << 62
 def format_bytes(n: int | float) -> str:
     """``1536 -> '1.5 KiB'``: the one byte formatter of every view (window, CLI, exports).
 
-    Binary units (KiB ... EiB) with one digit after the point, rounded half to even by
-    Python's formatting; whole bytes below 1 KiB. The window, the CLI and the compare line all
-    call this, so the same byte count reads the same everywhere (exact counts are printed
-    beside it where they matter).
+    Binary units (KiB ... EiB) with one digit after the point, a tie rounded away from zero
+    as people round (2,304 B = 2.25 KiB reads "2.3 KiB"), computed exactly; whole bytes below
+    1 KiB. The window, the CLI and the compare line all call this, so the same byte count reads
+    the same everywhere (exact counts are printed beside it where they matter).
     """
     n = float(n)
     sign = "-" if n < 0 else ""
     a = abs(n)
     for unit, scale in _BINARY:
         if a >= scale:
-            return f"{sign}{a / scale:.1f} {unit}"
+            q = (Decimal(a) / scale).quantize(_TENTH, rounding=ROUND_HALF_UP)
+            return f"{sign}{q} {unit}"
     return f"{sign}{int(a)} B"
 
 

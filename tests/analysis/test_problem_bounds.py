@@ -47,3 +47,30 @@ def test_no_planner_beats_the_aligned_bound(alignment):
         assert bound >= p.lower_bound()
         for name in ("greedy_by_size", "strip_packing", "litert", "naive"):
             assert get_planner(name).func(p, alignment).arena_bytes >= bound, name
+
+
+def test_aligned_bound_sweep_equals_the_heap_sweep():
+    """The vectorised aligned bound (per distinct waste value) against the heap sweep."""
+    import random
+
+    import numpy as np
+
+    from viewer.analysis.problem import _aligned_bound_heap, _aligned_bound_sweep
+
+    rng = random.Random(15)
+    for _ in range(300):
+        n = rng.randrange(1, 40)
+        ops = rng.randrange(1, 20)
+        bufs = []
+        for i in range(n):
+            f = rng.randrange(ops)
+            bufs.append(Buffer(i, f, min(ops - 1, f + rng.choice([0, 1, 4, ops])),
+                               rng.choice([0, 1, 17, 64, 100, rng.randrange(1, 5000)])))
+        p = PlanningProblem(tuple(bufs), ops)
+        _, first, last, size = p.arrays()
+        for a in (2, 16, 64):
+            padded = -(-size // a) * a
+            waste = padded - size
+            assert (_aligned_bound_sweep(first, last, padded, waste, np.unique(waste))
+                    == _aligned_bound_heap(first, last, padded, waste))
+            assert p.aligned_lower_bound(a) == _aligned_bound_heap(first, last, padded, waste)

@@ -131,6 +131,8 @@ def classify(o: Outcome) -> str:
     lines = [line for line in o.stderr.splitlines() if line.strip() and not line.startswith("note: ")]
     if o.rc in (0, 1) and not lines:
         return "result"
+    if o.rc == 3 and len(lines) == 1 and "cannot tell" in lines[0]:
+        return "result"  # check's verdict "cannot tell", one line naming what is unknown
     if o.rc == 2 and len(lines) == 1 and lines[0].startswith(ERROR_PREFIX):
         return "error"
     return "other"

@@ -38,8 +38,8 @@ EXPECTED = {
     "B6_amp_2k_tensors_share_1MiB_name": ("bounded", None),
     "B6c_amp_2k_opcodes_share_1MiB_custom_code": ("bounded", None),
     "B7_amp_20k_ops_share_20k_newshape": ("bounded", None),
-    "B8_quadratic_planners_wide_16k": ("bounded", "fits"),  # plan 6 s CPU; check --measure 15 s (B9)
-    "B9b_check_measure_chain_20k": ("bounded", "fits"),
+    "B8_quadratic_planners_wide_16k": ("bounded", None),
+    "B9b_check_measure_chain_20k": ("bounded", None),
 }
 
 

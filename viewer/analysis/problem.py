@@ -111,29 +111,65 @@ class PlanningProblem:
             return 0
         if alignment <= 1:
             return self.lower_bound()
-        import heapq
+        cache = self.__dict__.setdefault("_aligned_bounds", {})
+        if alignment not in cache:
+            _, first, last, size = self.arrays()
+            padded = -(-size // alignment) * alignment
+            waste = padded - size
+            levels = np.unique(waste)
+            cache[alignment] = (_aligned_bound_sweep(first, last, padded, waste, levels)
+                                if len(levels) <= 256 else
+                                _aligned_bound_heap(first, last, padded, waste))
+        return cache[alignment]
 
-        _, first, last, size = self.arrays()
-        padded = -(-size // alignment) * alignment
-        waste = padded - size
-        events = sorted(
-            [(int(f), 1, i) for i, f in enumerate(first)] + [(int(l) + 1, 0, i) for i, l in enumerate(last)]
-        )
-        live = [False] * len(size)
-        heap: list[tuple[int, int]] = []  # (-waste, i), lazily pruned
-        total = best = 0
-        for k, (_, kind, i) in enumerate(events):
-            if kind == 0:
-                live[i] = False
-                total -= int(padded[i])
-            else:
-                live[i] = True
-                total += int(padded[i])
-                heapq.heappush(heap, (-int(waste[i]), i))
-            if k + 1 < len(events) and events[k + 1][0] == events[k][0]:
-                continue  # evaluate once per time point, after all its events
-            while heap and not live[heap[0][1]]:
-                heapq.heappop(heap)
-            if heap:
-                best = max(best, total + heap[0][0])
-        return best
+
+def _aligned_bound_sweep(first, last, padded, waste, levels) -> int:
+    """:meth:`PlanningProblem.aligned_lower_bound` vectorised: at every time point, the padded
+    bytes live minus the largest waste among the live buffers, found per distinct waste value
+    (at most ``alignment`` of them) as "some buffer with at least this waste is live"."""
+    points = np.unique(np.concatenate([first, last + 1]))
+    lo = np.searchsorted(points, first)
+    hi = np.searchsorted(points, last + 1)
+    m = len(points)
+
+    def live_sum(weights):
+        diff = np.zeros(m + 1, dtype=np.int64)
+        np.add.at(diff, lo, weights)
+        np.add.at(diff, hi, -weights)
+        return np.cumsum(diff)[:m]
+
+    total = live_sum(padded)
+    count = live_sum(np.ones_like(padded))
+    top = np.zeros(m, dtype=np.int64)
+    for w in levels.tolist():
+        if w:
+            top = np.where(live_sum((waste >= w).astype(np.int64)) > 0, w, top)
+    live = count > 0
+    return int((total - top)[live].max()) if live.any() else 0
+
+
+def _aligned_bound_heap(first, last, padded, waste) -> int:
+    """The same bound by one sweep over interval end points with a heap of wastes."""
+    import heapq
+
+    events = sorted(
+        [(int(f), 1, i) for i, f in enumerate(first)] + [(int(l) + 1, 0, i) for i, l in enumerate(last)]
+    )
+    live = [False] * len(padded)
+    heap: list[tuple[int, int]] = []  # (-waste, i), lazily pruned
+    total = best = 0
+    for k, (_, kind, i) in enumerate(events):
+        if kind == 0:
+            live[i] = False
+            total -= int(padded[i])
+        else:
+            live[i] = True
+            total += int(padded[i])
+            heapq.heappush(heap, (-int(waste[i]), i))
+        if k + 1 < len(events) and events[k + 1][0] == events[k][0]:
+            continue  # evaluate once per time point, after all its events
+        while heap and not live[heap[0][1]]:
+            heapq.heappop(heap)
+        if heap:
+            best = max(best, total + heap[0][0])
+    return best

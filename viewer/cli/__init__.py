@@ -31,6 +31,10 @@ COMMANDS = {
 
 PROG = "arena-viewer"
 
+#: Exit code of an internal error (a bug): sysexits.h EX_SOFTWARE, apart from check's 3
+#: ("cannot tell") so that CI can tell a bug from an unknown.
+EXIT_INTERNAL_ERROR = 70
+
 #: First tokens the top-level parser answers itself; anything else that is not a command goes
 #: to ``gui``.
 TOP_LEVEL_FLAGS = ("-h", "--help", "--version")
@@ -78,8 +82,9 @@ def main(argv: list[str] | None = None) -> int:
     Returns
     -------
     int
-        0 on success; 1 when ``check`` finds the plan over budget; 2 on bad input (with one
-        line on stderr naming the file and what is wrong); 3 on an internal error.
+        0 on success; 1 when ``check`` finds the model over budget; 2 on bad input (with one
+        line on stderr naming the file and what is wrong); 3 when ``check`` cannot tell (one
+        line names what is unknown); 70 (EX_SOFTWARE) on an internal error (a bug).
     """
     argv = list(sys.argv[1:] if argv is None else argv)
     # `arena-viewer`, `arena-viewer MODEL` and `arena-viewer --no-measure MODEL` (any gui flag
@@ -100,6 +105,9 @@ def main(argv: list[str] | None = None) -> int:
         if not getattr(args, "command", None):
             parser.print_help()
             return 0
+        from viewer.cli._common import resolve_signature
+
+        resolve_signature(args)
         return int(args.run(args) or 0)
     except ViewerError as e:
         hint = FIXED_SIZE_HINTS["cli"] if getattr(e, "fixed_size", False) else ""
@@ -122,7 +130,7 @@ def main(argv: list[str] | None = None) -> int:
             "(set ARENA_VIEWER_DEBUG=1 for a traceback, and please report it)",
             file=sys.stderr,
         )
-        return 3
+        return EXIT_INTERNAL_ERROR
 
 
 def entry_point() -> None:

@@ -11,6 +11,33 @@ from viewer.planning.registry import planner_names
 def add_model_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("model", metavar="MODEL", help="a .tflite model file")
     p.add_argument("--subgraph", type=int, default=0, metavar="N", help="subgraph index (default 0)")
+    p.add_argument("--signature", default=None, metavar="KEY",
+                   help="the subgraph a signature runs, by its key ('plan' lists them); the "
+                        "runtime allocates it through that signature's runner")
+
+
+def resolve_signature(args: argparse.Namespace) -> None:
+    """Set ``args.subgraph`` from ``args.signature`` (when given).
+
+    Raises
+    ------
+    viewer.errors.SubgraphError
+        No such signature (the message lists the keys).
+    viewer.errors.UsageError
+        ``--subgraph`` names another subgraph than the signature's.
+    """
+    key = getattr(args, "signature", None)
+    if key is None or not getattr(args, "model", None):
+        return
+    from viewer.errors import UsageError
+    from viewer.model.reader import load_model
+    from viewer.whatif.footprint import signature_subgraph
+
+    index = signature_subgraph(load_model(args.model), key)
+    if getattr(args, "subgraph", 0) not in (0, index):
+        raise UsageError(f"--signature {key!r} runs subgraph {index}, not --subgraph {args.subgraph}; "
+                         "give one of them")
+    args.subgraph = index
 
 
 def add_edit_args(p: argparse.ArgumentParser) -> None:

@@ -18,6 +18,7 @@ does not, 2 on bad input.
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import math
 import sys
@@ -30,8 +31,10 @@ from viewer.cli._edits import add_edit_args, edit_notes, edits_from_args
 from viewer.errors import UsageError
 from viewer.model.reader import load_model
 from viewer.units import format_bytes, parse_size
-from viewer.whatif.budget import WEIGHTS_MODES, budget_report, fixed_bytes
-from viewer.whatif.footprint import footprint
+from viewer.whatif.budget import WEIGHTS_MODES, fixed_bytes
+from viewer.whatif.footprint import SOURCE_ESTIMATED, SOURCE_MEASURED, Term, footprint, signature_keys
+from viewer.whatif.verdict import (EXIT_CODES, VERDICT_CANNOT_TELL, VERDICT_DOES_NOT_FIT, VERDICT_FITS, batch_growth,
+                                   BatchGrowth, budget_terms, largest_batch, total_bytes, verdict)
 
 #: Largest square side ``--find-resolution`` tries (pixels).
 MAX_SIDE = 4096
@@ -94,28 +97,14 @@ def _image_input(model, subgraph: int) -> bool:
     return any(sg.tensors[i].shape is not None and len(sg.tensors[i].shape) == 4 for i in sg.inputs)
 
 
-def _batch_scales(sg) -> bool:
-    """The graph inputs have a batch dimension (rank >= 2)."""
-    return any(sg.tensors[i].shape is not None and len(sg.tensors[i].shape) >= 2 for i in sg.inputs)
-
-
-def _arena_label(fp, planner_name: str) -> tuple[str, str]:
-    """(label of the arena line, which arena counted) for a footprint."""
-    if fp.measured and planner_name == "litert" and fp.measured_arena_bytes is not None:
-        return ("tensor arena, measured by LiteRT (kernel temporaries included)",
-                "the runtime's measured arena (LiteRT, kernel temporaries included)")
-    if fp.measured:
-        return (f"tensor arena, planner {fp.planner} with the runtime's kernel temporaries",
-                f"planner {fp.planner}'s arena over the runtime's tensors (kernel temporaries included)")
-    return (f"tensor arena, planned by {fp.planner} (kernel temporaries NOT included)",
-            f"the planned arena (planner {fp.planner}): kernel temporaries are missing, "
-            "the runtime's arena can be larger")
-
-
-def _counted_arena(fp, planner_name: str) -> int:
-    if fp.measured and planner_name == "litert" and fp.measured_arena_bytes is not None:
-        return int(fp.measured_arena_bytes)
+def _counted_arena(fp, planner_name: str = "litert") -> int:
+    """The tensor-arena term of ``fp`` (the runtime's own arena when measured with litert)."""
     return int(fp.arena_bytes)
+
+
+def _counted_label(fp) -> str:
+    t = fp.arena_term
+    return f"{t.source}: {t.method}"
 
 
 def run(args: argparse.Namespace) -> int:
@@ -133,29 +122,56 @@ def run(args: argparse.Namespace) -> int:
     model = load_model(args.model)
     fp = footprint(model, args.subgraph, edits, planner=args.planner, measure=args.measure,
                    timeout=timeout, time_limit=time_limit)
-    analysis = fp.analysis
     batch = edits.batch or 1 if edits is not None else 1
-    w = analysis.widest_op
-    arena = _counted_arena(fp, args.planner)
-    label, counted = _arena_label(fp, args.planner)
-    arena, label, counted, args._tile = apply_tile(args, arena, label, counted)
+    terms = budget_terms(fp, runtime_bytes=runtime, weights_mode=args.weights)
+    tiled, _, counted, args._tile = apply_tile(args, fp.arena_bytes, fp.arena_term.method,
+                                               fp.arena_term.method)
+    if args._tile is not None:  # the tiled execution's peak replaces the arena term
+        src = SOURCE_MEASURED if "measured by LiteRT" in counted else SOURCE_ESTIMATED
+        terms[0] = Term("tensor arena", int(tiled), src, counted)
+    unknowns = list(fp.unknowns)
+    if args._tile is not None:  # the tiled term carries its own temporaries (measured or estimated)
+        unknowns = [u for u in unknowns if not u.startswith("kernel temporaries")]
+        fp = dataclasses.replace(fp, unknowns=tuple(unknowns))
+    used = total_bytes(terms)
+    result = verdict(used, limit, unknowns)
     if args._tile is not None:
-        w = -1  # the untiled widest operator does not bind the tiled execution
-    rep = budget_report(
-        limit, arena_bytes=arena, weights_bytes=model.weights_bytes,
-        runtime_bytes=runtime, batch=batch, weights_mode=args.weights,
-        binding_op=w, binding_op_name=analysis.op_name(w) if w >= 0 else "",
-        persistent_bytes=fp.persistent_bytes, other_subgraphs_bytes=fp.other_subgraphs_bytes,
-        arena_label=label.replace("tensor arena", f"tensor arena at batch {batch}", 1), batch_scales=_batch_scales(analysis.subgraph),
-    )
+        growth = BatchGrowth(None, "not estimated for a tiled execution")
+    else:
+        growth = batch_growth(model, args.subgraph, edits, fp, planner=args.planner,
+                              measure=args.measure, timeout=timeout, time_limit=time_limit)
+    best_batch = largest_batch(limit, used, batch, growth)
+    if best_batch is None and growth.per_example_bytes is not None:
+        growth = dataclasses.replace(growth, reason="the footprint does not grow with the batch")
+    elif best_batch == 0:
+        growth = dataclasses.replace(growth, reason="not even one example fits; " + growth.reason)
     found = None
     if args.find_resolution:
         found = _find_resolution(args, model, edits, limit, runtime, time_limit, timeout)
+    rep = _Report(limit, used, batch, result, terms, best_batch, growth)
     if args.json:
-        _print_json(args, model, fp, rep, counted, found, limit)
+        _print_json(args, model, fp, rep, found)
     else:
-        _print_lines(args, model, fp, rep, counted, found, limit)
-    return 0 if rep.fits else 1
+        _print_lines(args, model, fp, rep, found)
+    if result == VERDICT_CANNOT_TELL:
+        print(f"arena-viewer: cannot tell whether {model.path} fits in {_b(limit)}: "
+              + "; ".join(fp.unknowns), file=sys.stderr)
+    return EXIT_CODES[result]
+
+
+@dataclasses.dataclass(frozen=True)
+class _Report:
+    limit: int
+    used: int
+    batch: int
+    verdict: str
+    terms: list
+    largest_batch: int | None
+    growth: object
+
+    @property
+    def fits(self) -> bool:
+        return self.verdict == VERDICT_FITS
 
 
 def _find_resolution(args, model, edits, limit, runtime, time_limit, timeout):
@@ -222,68 +238,100 @@ def _b(n: int) -> str:
     return f"{n:,d} B" + (f" ({format_bytes(n)})" if abs(n) >= 1024 else "")
 
 
-def _print_lines(args, model, fp, rep, counted, found, limit) -> None:
+_VERDICT_TEXT = {VERDICT_FITS: "fits", VERDICT_DOES_NOT_FIT: "DOES NOT FIT",
+                 VERDICT_CANNOT_TELL: "CANNOT TELL whether it fits"}
+
+
+def _term_line(t, batch: int, first: bool) -> str:
+    name = f"tensor arena at batch {batch}" if first else t.name
+    if t.name == "weights":
+        name = "weights (copied, counted)" if t.counted else \
+            "weights (mapped: page cache, reclaimable, not counted)"
+    lead = "" if first else ("+ " if t.counted else "  ")
+    return f"{lead}{name}: {_b(t.bytes)}  [{t.source}: {t.method}]"
+
+
+def _print_lines(args, model, fp, rep, found) -> None:
     out = print
-    verdict = "fits" if rep.fits else "DOES NOT FIT"
-    out(f"{model.path} subgraph {args.subgraph}: {verdict} in {_b(limit)} "
+    tiled = getattr(args, "_tile", None)
+    sigs = signature_keys(model, args.subgraph)
+    where = f"subgraph {args.subgraph}" + (f" (signature {', '.join(sigs)})" if sigs else "")
+    out(f"{model.path} {where}: {_VERDICT_TEXT[rep.verdict]} in {_b(rep.limit)} "
         f"with planner {fp.planner}")
-    out(f"  counted: {counted}")
+    out(f"  counted: {rep.terms[0].source}: {rep.terms[0].method}")
+    for u in fp.unknowns:
+        out(f"  unknown: {u}")
     notes = edit_notes(model, args.subgraph, _edits_of(args)) + list(fp.notes)
     for note in notes[:4]:
         out(f"note: {note}")
     if len(notes) > 4:
         out(f"note: ... {len(notes) - 4} more (see 'arena-viewer plan' for all)")
-    lines = rep.lines()
-    out(f"  {lines[0]}")
-    if fp.measured and fp.temporaries_count and getattr(args, "_tile", None) is None:
-        n = fp.temporaries_count
-        big = fp.largest_temporary
-        out(f"    kernel temporaries: {n} tensor{'s' if n != 1 else ''}, {_b(fp.temporaries_bytes)} in all "
-            "(they share the arena over time)"
-            + (f"; largest {_b(big[3])} at operator {big[1]} {big[2]}" if big else ""))
-    for line in lines[1:]:
-        out(f"  {line}")
-        if line.startswith("+ other subgraphs"):
-            for s in fp.other_subgraphs:
-                out(f"    subgraph {s.index} ({s.reached_by}): {_b(s.arena_bytes)}, planned")
-    lb = fp.analysis.lower_bound_bytes
-    if fp.analysis.widest_op >= 0:
-        what = "kernel temporaries included" if fp.measured else "model tensors only"
-        untiled = "untiled " if getattr(args, "_tile", None) is not None else ""
-        out(f"  {untiled}lower bound (widest operator's breadth, {what}): {_b(lb)}")
+    for k, t in enumerate(rep.terms):
+        if k > 0 and not t.bytes and t.name.startswith(("persistent", "runtime")) and t.source != "given":
+            continue
+        out(f"  {_term_line(t, rep.batch, k == 0)}")
+        if k == 0 and fp.temporaries_count and fp.temporaries_included and tiled is None:
+            n, big = fp.temporaries_count, fp.largest_temporary
+            out(f"    kernel temporaries: {n} tensor{'s' if n != 1 else ''}, "
+                f"{_b(fp.temporaries_bytes)} in all (they share the arena over time)"
+                + (f"; largest {_b(big[3])} at operator {big[1]} {big[2]}" if big else ""))
+    bound = " (a lower bound: something is unknown)" if fp.unknowns else ""
+    out(f"  = used: {_b(rep.used)} of {_b(rep.limit)}{bound}")
+    head = rep.limit - rep.used
+    out(f"  headroom: {_b(head)}" if head >= 0 else f"  over budget by {_b(-head)}")
+    g = rep.growth
+    lb_text = "none" if rep.largest_batch is None else str(rep.largest_batch)
+    out(f"  largest batch: {lb_text} ({g.reason})")
+    w = fp.analysis.widest_op
+    if w >= 0:
+        if tiled is None:  # the untiled widest operator does not bind the tiled execution
+            out(f"  binding (widest) operator: {w} {fp.analysis.op_name(w)}")
+        what = "kernel temporaries included" if fp.temporaries_included else "model tensors only"
+        out(f"  {'' if tiled is None else 'untiled '}lower bound (widest operator's breadth, {what}): "
+            f"{_b(fp.analysis.lower_bound_bytes)}")
     if found is not None:
         for line in _resolution_lines(found):
             out(f"  {line}")
 
 
-def _print_json(args, model, fp, rep, counted, found, limit) -> None:
+def _print_json(args, model, fp, rep, found) -> None:
+    by_name = {t.name: t for t in rep.terms}
+    weights = by_name["weights"]
     report = {
         "model": str(model.path),
         "subgraph": args.subgraph,
+        "signatures": list(signature_keys(model, args.subgraph)),
         "planner": fp.planner,
-        "fits": rep.fits,
-        "limit_bytes": limit,
+        "verdict": rep.verdict,
+        "fits": rep.verdict == VERDICT_FITS,
+        "unknowns": list(fp.unknowns),
+        "terms": [{"name": t.name, "bytes": int(t.bytes), "source": t.source, "method": t.method,
+                   "counted": t.counted} for t in rep.terms],
+        "limit_bytes": rep.limit,
         "measured": fp.measured,
-        "counted_arena": counted,
-        "arena_bytes": rep.arena_bytes,
+        "counted_arena": f"{rep.terms[0].source}: {rep.terms[0].method}",
+        "arena_bytes": rep.terms[0].bytes,
+        "arena_source": rep.terms[0].source,
+        "temporaries_included": fp.temporaries_included,
         "planned_tensor_arena_bytes": fp.planned_tensor_arena_bytes,
         "measured_arena_bytes": fp.measured_arena_bytes,
         "temporaries_count": fp.temporaries_count,
         "temporaries_bytes": fp.temporaries_bytes,
-        "persistent_bytes": rep.persistent_bytes,
+        "persistent_bytes": fp.persistent_bytes,
         "other_subgraphs": [
-            {"index": s.index, "reached_by": s.reached_by, "arena_bytes": s.arena_bytes}
+            {"index": s.index, "reached_by": s.reached_by, "arena_bytes": s.arena_bytes,
+             "source": s.source}
             for s in fp.other_subgraphs
         ],
-        "other_subgraphs_bytes": rep.other_subgraphs_bytes,
-        "weights_bytes": rep.weights_bytes,
-        "weights_counted": rep.weights_counted,
-        "runtime_bytes": rep.runtime_bytes,
-        "used_bytes": rep.used_bytes,
-        "headroom_bytes": rep.headroom_bytes,
+        "other_subgraphs_bytes": fp.other_subgraphs_bytes,
+        "weights_bytes": weights.bytes,
+        "weights_counted": weights.counted,
+        "runtime_bytes": by_name["runtime overhead"].bytes,
+        "used_bytes": rep.used,
+        "headroom_bytes": rep.limit - rep.used,
         "batch": rep.batch,
         "largest_batch": rep.largest_batch,
-        "largest_batch_note": rep.largest_batch_note,
+        "largest_batch_note": rep.growth.reason,
         "lower_bound_bytes": fp.analysis.lower_bound_bytes,
         "widest_op": fp.analysis.widest_op,
         "notes": edit_notes(model, args.subgraph, _edits_of(args)) + list(fp.notes),

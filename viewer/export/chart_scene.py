@@ -570,12 +570,15 @@ def build_chart(data: ChartData, layout: pg.GraphicsLayout, *, legend_cols: int 
     if geometry.width() > 0:
         title.fit(geometry.width() - 20)
 
+    # enableMenu=False: no context menus built for an export (the window enables the one it uses).
     packing = pg.PlotItem(
-        axisItems={"left": BytesAxisItem("left"), "bottom": OperatorAxisItem("bottom")}
+        axisItems={"left": BytesAxisItem("left"), "bottom": OperatorAxisItem("bottom")},
+        enableMenu=False,
     )
     layout.addItem(packing, row=2, col=0)
     breadth = pg.PlotItem(
-        axisItems={"left": BytesAxisItem("left"), "bottom": OperatorAxisItem("bottom")}
+        axisItems={"left": BytesAxisItem("left"), "bottom": OperatorAxisItem("bottom")},
+        enableMenu=False,
     )
     layout.addItem(breadth, row=3, col=0)
     layout.layout.setRowStretchFactor(2, 3)

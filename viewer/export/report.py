@@ -85,13 +85,14 @@ def build_report(
             "alias_of": u.alias_of,
         })
     ops = []
+    breadth = analysis.breadth.tolist() if len(analysis.breadth) else []
     for op in sg.operators:
         ops.append({
             "index": op.index,
             "op": op.op_name,
             "inputs": list(op.inputs),
             "outputs": list(op.outputs),
-            "breadth_bytes": int(analysis.breadth[op.index]) if len(analysis.breadth) else 0,
+            "breadth_bytes": int(breadth[op.index]) if op.index < len(breadth) else 0,
         })
     w = analysis.widest_op
     widest = None

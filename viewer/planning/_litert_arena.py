@@ -167,8 +167,9 @@ def _rounds(ptr: list[int], earlier: list[int], m: int, poll):
             poll.check()
     lv = np.array(level, dtype=np.int64)
     order = np.argsort(lv, kind="stable")
-    cuts = np.flatnonzero(np.diff(lv[order])) + 1
-    yield from np.split(order, cuts)
+    cuts = (np.flatnonzero(np.diff(lv[order])) + 1).tolist()
+    for lo, hi in zip([0, *cuts], [*cuts, m]):
+        yield order[lo:hi]
 
 
 def _heads(seg: np.ndarray) -> np.ndarray:

@@ -378,8 +378,41 @@ def _range_min(values: np.ndarray, lo: np.ndarray, hi: np.ndarray) -> np.ndarray
     return out
 
 
-#: Objects tried one by one per tensor before the busy ones are found in one numpy pass.
-_TRIES = 32
+#: Objects tried one by one per tensor before the busy ones are looked up (overlap lists or numpy).
+_TRIES = 8
+
+
+def _adjacency(first: np.ndarray, last: np.ndarray, poll: _Poll):
+    """For every tensor, the tensors whose intervals overlap its own, as two CSR lists (those
+    before it and those after it in index order); None past :data:`_MAX_PAIRS` pairs."""
+    lists = _overlap_lists(first, last, poll)
+    if lists is None:
+        return None
+    ptr, earlier = lists
+    n = len(first)
+    later = np.repeat(np.arange(n), np.diff(ptr))
+    srt = np.argsort(earlier, kind="stable")
+    rptr = np.zeros(n + 1, dtype=np.int64)
+    np.cumsum(np.bincount(earlier, minlength=n), out=rptr[1:])
+    poll.check()
+    return ptr, earlier, rptr, later[srt]
+
+
+def _first_free_in_order(by_size: list[tuple[int, int]], k0: int, busy: set[int]) -> int:
+    """The first object not in ``busy`` in greedy_by_breadth's order of preference: sizes from
+    ``by_size[k0]`` up, then the runs of equal smaller sizes downwards, each run from its
+    first created object; -1 when all are busy. Visits at most ``len(busy) + 1`` objects."""
+    for k in range(k0, len(by_size)):
+        if by_size[k][1] not in busy:
+            return by_size[k][1]
+    j = k0 - 1
+    while j >= 0:
+        g0 = bisect.bisect_left(by_size, (by_size[j][0], -1), 0, j + 1)
+        for k in range(g0, j + 1):
+            if by_size[k][1] not in busy:
+                return by_size[k][1]
+        j = g0 - 1
+    return -1
 
 
 def _first_free_object(assigned, first, last, f: int, l: int, obj_size: np.ndarray, s: int) -> int:
@@ -461,10 +494,11 @@ def plan_greedy_by_breadth(
     The reference walks every operator's profile and tries every object per tensor. Here each
     tensor's turn comes from a range minimum of task positions over its interval (a sparse
     table), and objects are tried in the order of preference (size from the tensor's up, then
-    down), so the first free one is taken: O(n log n) plus the objects tried. After 32 busy
-    objects, the busy ones are found in one numpy pass over the assigned tensors instead, so a
-    graph whose tensors all overlap (16k graph outputs) costs one vectorised pass per tensor,
-    not a Python loop over every object.
+    down), so the first free one is taken: O(n log n) plus the objects tried. After 8 busy
+    objects, the busy ones are the objects of the assigned tensors that overlap this one, from
+    overlap lists built once (O(n log n + overlapping pairs)); past ten million pairs (16k
+    graph outputs all live together) one vectorised pass over the assigned tensors per tensor
+    instead of a Python loop over every object.
     """
     alignment = _check_alignment(alignment)
     poll = _Poll(cancelled, progress, "greedy by breadth")
@@ -517,6 +551,7 @@ def plan_greedy_by_breadth(
             return False
         return not (k > 0 and obj_lasts[o][k - 1] >= f)
 
+    adjacency = None  # overlapping tensors of each tensor, built at the first dense search
     assigned = np.full(n, -1, dtype=np.int64)  # object of each tensor, for the dense search
     sizes_np = np.zeros(max(n, 1), dtype=np.int64)  # object sizes, for the dense search
     for done, i in enumerate(order):
@@ -544,10 +579,20 @@ def plan_greedy_by_breadth(
                         break
                 j = g0 - 1
         if best == -1 and tried >= _TRIES:
-            # Many objects are taken at this interval: find the busy ones in one pass over the
-            # assigned tensors and take the reference's choice among the others.
-            best = _first_free_object(assigned, first, last, f, l, sizes_np[:len(obj_size)], s)
-            tried += 40 + (n >> 5)
+            # Many objects are taken at this interval: the busy ones are those of the assigned
+            # tensors overlapping it (listed once for all tensors, or one numpy pass when there
+            # are too many pairs to list); take the reference's choice among the others.
+            if adjacency is None:
+                adjacency = _adjacency(first, last, poll) or False
+            if adjacency:
+                ptr_a, nb_a, rptr_a, rnb_a = adjacency
+                nb = np.concatenate((nb_a[ptr_a[i]:ptr_a[i + 1]], rnb_a[rptr_a[i]:rptr_a[i + 1]]))
+                busy = set(assigned[nb].tolist())
+                best = _first_free_in_order(by_size, k0, busy)
+                tried += 8 + (len(nb) >> 2)
+            else:
+                best = _first_free_object(assigned, first, last, f, l, sizes_np[:len(obj_size)], s)
+                tried += 40 + (n >> 5)
         if best == -1:
             best = len(obj_size)
             obj_size.append(s)

@@ -377,21 +377,28 @@ def allocation_order(
         aliases, persistent tensors) are included: they influence the unstable sort.
     """
     if problem.alloc_queue:
-        queue = {k: list(q) for k, q in enumerate(problem.alloc_queue) if q}
+        queue = {k: q for k, q in enumerate(problem.alloc_queue) if q}  # copied on write
         n_nodes = len(problem.alloc_queue)
         # The buffers are the truth for what they hold (a what-if may have resized them after
         # the queue was made); a buffer the queue lacks is queued at its first operator.
         placed = {b.id: b for b in problem.buffers}
         queued: set[int] = set()
-        for q in queue.values():
+        for node, q in queue.items():
             for k, e in enumerate(q):
                 queued.add(e.id)
                 b = placed.get(e.id)
                 if b is not None and (b.size, b.first, b.pinned or e.pinned) != (e.size, e.first, e.pinned):
+                    if isinstance(q, tuple):
+                        q = queue[node] = list(q)
                     q[k] = Buffer(e.id, b.first, b.last, b.size, b.pinned or e.pinned)
         for b in problem.buffers:
             if b.id not in queued:
-                queue.setdefault(min(max(b.first, 0), n_nodes - 1), []).append(b)
+                node = min(max(b.first, 0), n_nodes - 1)
+                q = queue.get(node, [])
+                if isinstance(q, tuple):
+                    q = list(q)
+                q.append(b)
+                queue[node] = q
     else:
         queue = _default_queue(problem)
         n_nodes = max(problem.num_ops, 1)

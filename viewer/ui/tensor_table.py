@@ -141,6 +141,8 @@ class TensorTable(QWidget):
         hdr.setStretchLastSection(True)
         self.view.selectionModel().selectionChanged.connect(self._on_view_selection_changed)
         self._syncing = False
+        self._fitted_for = None  # (tensors, rows) the column widths were fitted to
+        hdr.setResizeContentsPrecision(500)  # fit to a sample of rows: 20k-tensor models too
         lay = QVBoxLayout(self)
         lay.setContentsMargins(2, 2, 2, 2)
         self.no_match = QLabel(self)
@@ -156,8 +158,13 @@ class TensorTable(QWidget):
         self._syncing = True
         try:
             self.model.set_view(analysis, plan, extra_shapes)
-            self.view.resizeColumnsToContents()
-            self.view.setColumnWidth(1, min(self.view.columnWidth(1), 320))
+            # Fit the columns to a new model or subgraph only: a what-if or another plan of the
+            # same tensors keeps the widths (and any the user set), and a re-fit costs ~100 ms.
+            key = None if analysis is None else _tensors_key(analysis)
+            if key != self._fitted_for:
+                self._fitted_for = key
+                self.view.resizeColumnsToContents()
+                self.view.setColumnWidth(1, min(self.view.columnWidth(1), 320))
         finally:
             self._syncing = False
         if selected is not None:
@@ -220,3 +227,12 @@ class TensorTable(QWidget):
         t = self.selected_tensor()
         if t is not None:
             self.tensor_selected.emit(t)
+
+
+def _tensors_key(analysis: Analysis) -> tuple:
+    """What identifies a table's rows across what-ifs of one model: the subgraph and its tensor
+    names (a what-if changes shapes and sizes, not names; the runtime's kernel temporaries come
+    and go with the measurement and the temporaries toggle)."""
+    sg = analysis.subgraph
+    names = tuple(t.name for t in sg.tensors)
+    return (sg.index, sg.name, hash(names))

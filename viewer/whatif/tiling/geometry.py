@@ -46,7 +46,39 @@ class Prefix:
 
 
 def _const(sg: Subgraph, t: int) -> bool:
-    return sg.tensors[t].is_constant
+    return sg.tensors[t].is_constant or t in derived_constants(sg)
+
+
+_DERIVED: dict[int, tuple[Subgraph, frozenset[int], frozenset[int]]] = {}
+
+
+def derived_constants(sg: Subgraph) -> frozenset[int]:
+    """Tensors computed from constants only (DEQUANTIZE of fp16 weights, ...): weights, not
+    activations. LiteRT computes them once at prepare time (persistent memory); a patch graph and
+    the tail each carry the operators that make the ones they read (:func:`constant_ops`)."""
+    return _derived(sg)[1]
+
+
+def constant_ops(sg: Subgraph) -> frozenset[int]:
+    """Operators whose inputs are all constant or derived constants."""
+    return _derived(sg)[2]
+
+
+def _derived(sg: Subgraph):
+    hit = _DERIVED.get(id(sg))
+    if hit is not None and hit[0] is sg:
+        return hit
+    const = {t.index for t in sg.tensors if t.is_constant}
+    derived, opset = set(), set()
+    for op in sg.operators:
+        ins = [t for t in op.inputs if t >= 0]
+        if ins and all(t in const or t in derived for t in ins) and op.outputs and not op.is_custom:
+            derived.update(t for t in op.outputs if t >= 0)
+            opset.add(op.index)
+    if len(_DERIVED) > 16:
+        _DERIVED.clear()
+    _DERIVED[id(sg)] = hit = (sg, frozenset(derived), frozenset(opset))
+    return hit
 
 
 def patchable_prefix(sg: Subgraph, values: Mapping[int, np.ndarray] | None = None) -> Prefix:
@@ -60,7 +92,10 @@ def patchable_prefix(sg: Subgraph, values: Mapping[int, np.ndarray] | None = Non
     shapes = {t.index: tuple(t.shape) for t in sg.tensors}
     produced: set[int] = set()
     the_input = -1
+    skip = constant_ops(sg)
     for op in sg.operators:
+        if op.index in skip:
+            continue  # computes weights from constants (prepare time), not an activation
         why = _not_patchable(sg, op, shapes, values or {}, produced, the_input)
         if isinstance(why, str):
             return Prefix(op.index - 1, the_input, f"#{op.index} {op.op_name}: {why}")
@@ -103,9 +138,10 @@ def _not_patchable(sg, op, shapes, values, produced, the_input):
 def cut_tensors(sg: Subgraph, k: int) -> list[int]:
     """Tensors produced by operators 0..k and read after k or graph outputs, in production order."""
     later = {t for op in sg.operators[k + 1:] for t in op.inputs if t >= 0} | set(sg.outputs)
+    derived = derived_constants(sg)
     out: list[int] = []
     for op in sg.operators[: k + 1]:
-        out.extend(t for t in op.outputs if t >= 0 and t in later and t not in out)
+        out.extend(t for t in op.outputs if t >= 0 and t in later and t not in out and t not in derived)
     return out
 
 
@@ -184,7 +220,10 @@ def axis_geometry(sg: Subgraph, k: int, cut: list[int], axis: int, index: int, p
                              f"fewer than {parts} patches")
         g.share[t] = (b[index], b[index + 1])
         g.need[t] = g.share[t]
+    skip = constant_ops(sg)
     for op in reversed(sg.operators[: k + 1]):
+        if op.index in skip:
+            continue
         outs = [t for t in op.outputs if t >= 0 and t in g.need]
         if not outs:
             continue
@@ -201,7 +240,7 @@ def axis_geometry(sg: Subgraph, k: int, cut: list[int], axis: int, index: int, p
             size = shapes[t][axis]
             g.sizes[t] = size
             g.request[(op.index, p)] = r
-            if sg.tensors[t].is_constant:
+            if _const(sg, t):
                 continue  # held whole; a consumer reading part of it gets a SLICE
             c = (max(r[0], 0), min(r[1], size))
             old = g.need.get(t)

@@ -25,7 +25,7 @@ from viewer.model.build import GraphSpec, OpSpec, TensorSpec
 from viewer.model.dtypes import nbytes
 from viewer.model.types import Operator, Subgraph, Tensor
 from viewer.ops import NotLocal
-from viewer.whatif.tiling.geometry import AxisGeometry
+from viewer.whatif.tiling.geometry import AxisGeometry, constant_ops, derived_constants
 
 _WINDOW_OPS = {"CONV_2D", "DEPTHWISE_CONV_2D", "AVERAGE_POOL_2D", "MAX_POOL_2D", "L2_POOL_2D"}
 _VALID = 1
@@ -51,10 +51,15 @@ def build_patch(sg: Subgraph, k: int, gy: AxisGeometry, gx: AxisGeometry, key: s
     tmap: dict[int, int] = {}
     tens = sg.tensors
 
+    derived = derived_constants(sg)
+
     def held(t: int) -> int:
         if t in tmap:
             return tmap[t]
         src = tens[t]
+        if t in derived:  # made from constants: carry the operators that make it
+            _emit_constant_chain(g, sg, t, tmap)
+            return tmap[t]
         if src.is_constant:
             tmap[t] = g.add(TensorSpec(src.name, tuple(src.shape), src.dtype, t, constant=True))
         else:  # the graph input: the patch's crop
@@ -63,8 +68,9 @@ def build_patch(sg: Subgraph, k: int, gy: AxisGeometry, gx: AxisGeometry, key: s
         return tmap[t]
 
     n_new = 0
+    skip = constant_ops(sg)
     for op in sg.operators[: k + 1]:
-        if not any(t in gy.need for t in op.outputs if t >= 0):
+        if op.index in skip or not any(t in gy.need for t in op.outputs if t >= 0):
             continue
         new_inputs: list[int] = []
         pads_for_op = None
@@ -144,6 +150,30 @@ def _pad(g: GraphSpec, op: Operator, t: int, x: int, pads, tens, n: int) -> int:
     return y
 
 
+def _emit_constant_chain(g: GraphSpec, sg: Subgraph, t: int, tmap: dict[int, int]) -> None:
+    """Add the operators (whole, original shapes) that compute derived constant ``t``."""
+    prod = next(op for op in sg.operators if t in op.outputs)
+    ins = []
+    for i in prod.inputs:
+        if i < 0:
+            ins.append(-1)
+            continue
+        if i not in tmap:
+            if sg.tensors[i].is_constant:
+                src = sg.tensors[i]
+                tmap[i] = g.add(TensorSpec(src.name, tuple(src.shape), src.dtype, i, constant=True))
+            else:
+                _emit_constant_chain(g, sg, i, tmap)
+        ins.append(tmap[i])
+    outs = []
+    for o in prod.outputs:
+        if o >= 0 and o not in tmap:
+            src = sg.tensors[o]
+            tmap[o] = g.add(TensorSpec(src.name, tuple(src.shape), src.dtype, o))
+        outs.append(tmap[o] if o >= 0 else -1)
+    g.ops.append(OpSpec(prod.op_name, ins, outs, src=prod.index))
+
+
 def build_tail(sg: Subgraph, k: int, cut: list[int]) -> GraphSpec:
     """The graph after operator ``k``: its inputs are the cut tensors (and any graph input the
     tail reads), by their original names; its outputs the original graph outputs."""
@@ -161,8 +191,15 @@ def build_tail(sg: Subgraph, k: int, cut: list[int]) -> GraphSpec:
     tail_reads = [t for op in sg.operators[k + 1:] for t in op.inputs if t >= 0]
     for t in cut + [t for t in sg.inputs if t in tail_reads and t not in cut]:
         g.inputs[sg.tensors[t].name] = get(t)
+    derived = derived_constants(sg)
+    tail_ops = {op.index for op in sg.operators[k + 1:]}
+    emitted: dict[int, int] = {}
     for op in sg.operators[k + 1:]:
+        for t in op.inputs:  # a weight the prefix made from constants: the tail makes its own
+            if t in derived and t not in tmap and not any(t in o.outputs for o in sg.operators if o.index in tail_ops):
+                _emit_constant_chain(g, sg, t, tmap)
         g.ops.append(OpSpec(op.op_name, [get(t) for t in op.inputs], [get(t) for t in op.outputs], src=op.index))
+    del emitted
     for t in sg.outputs:
         g.outputs[sg.tensors[t].name] = get(t)
     return g

@@ -28,7 +28,7 @@ from viewer.analysis.intervals import analyze
 from viewer.analysis.types import Temporary
 from viewer.model.types import Subgraph
 from viewer.planning.litert import plan_litert
-from viewer.whatif.tiling.geometry import Prefix, axis_geometry, cut_tensors, patchable_prefix
+from viewer.whatif.tiling.geometry import Prefix, axis_geometry, constant_ops, cut_tensors, patchable_prefix
 from viewer.whatif.tiling.graph import GraphSpec, build_patch, build_tail, to_subgraph
 
 RESIDENT, STREAMED = "resident", "streamed"
@@ -143,7 +143,9 @@ class Tiler:
     def splits(self) -> list[int]:
         """Every valid split K (0..last patchable operator) whose cut excludes graph outputs."""
         outs = set(self.sg.outputs)
-        return [k for k in range(self.prefix.last_op + 1) if not outs & set(cut_tensors(self.sg, k))]
+        skip = constant_ops(self.sg)
+        return [k for k in range(self.prefix.last_op + 1)
+                if k not in skip and cut_tensors(self.sg, k) and not outs & set(cut_tensors(self.sg, k))]
 
     def _geom(self, k, cut, axis, i, n):
         key = (k, axis, i, n)
@@ -173,6 +175,9 @@ class Tiler:
                              + (f" ({self.prefix.reason})" if self.prefix.reason else ""))
         r, c = grid
         cut = cut_tensors(sg, k)
+        if k in constant_ops(sg) or not cut:
+            raise ValueError(f"operator #{k} ({sg.operators[k].op_name}) computes weights from constants: "
+                             "split after an operator of the image path")
         rows = [self._geom(k, cut, 1, i, r) for i in range(r)]
         cols = [self._geom(k, cut, 2, j, c) for j in range(c)]
         ykeys = _class_names([g.key(sg) for g in rows], ("top", "mid", "bottom"))

@@ -1,0 +1,137 @@
+"""The verdict on a device budget: fits, does not fit, or cannot tell; and the largest batch.
+
+:func:`budget_terms` puts the footprint's terms (:mod:`viewer.whatif.footprint`) beside the ones
+the user gives (runtime overhead) and the weights; :func:`verdict` never says "fits" when a term
+is unknown, and says "does not fit" as soon as the known terms alone exceed the limit (they are
+a lower bound). :func:`batch_growth` answers "largest batch" only where the runtime (or our own
+shape inference, where the runtime cannot load the model) accepts batch 2.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass
+
+from viewer.errors import ViewerError, WhatIfError
+from viewer.whatif.edits import WhatIfEdits
+from viewer.whatif.footprint import SOURCE_GIVEN, SOURCE_MEASURED, Footprint, Term, footprint
+
+VERDICT_FITS = "fits"
+VERDICT_DOES_NOT_FIT = "does_not_fit"
+VERDICT_CANNOT_TELL = "cannot_tell"
+
+#: ``check``'s exit code for each verdict.
+EXIT_CODES = {VERDICT_FITS: 0, VERDICT_DOES_NOT_FIT: 1, VERDICT_CANNOT_TELL: 3}
+
+
+def budget_terms(fp: Footprint, *, runtime_bytes: int = 0, weights_mode: str = "copied") -> list[Term]:
+    """The footprint's terms, then the runtime overhead (given) and the weights.
+
+    Weights are the model file's constant buffers (measured from the file); with
+    ``weights_mode="mapped"`` they are shown but not counted (page cache, reclaimable).
+    """
+    terms = list(fp.terms)
+    terms.append(Term("runtime overhead", int(runtime_bytes), SOURCE_GIVEN, "--runtime-overhead"))
+    terms.append(Term("weights", int(fp.weights_bytes), SOURCE_MEASURED,
+                      "constant buffers in the model file, "
+                      + ("copied into RAM" if weights_mode == "copied"
+                         else "mapped from the file (page cache, reclaimable: not counted)"),
+                      counted=weights_mode == "copied"))
+    return terms
+
+
+def total_bytes(terms) -> int:
+    """Sum of the counted terms, in bytes."""
+    return sum(int(t.bytes) for t in terms if t.counted)
+
+
+def verdict(total: int, limit: int, unknowns) -> str:
+    """``"does_not_fit"`` when ``total > limit`` (also when ``total`` is only a lower bound),
+    else ``"cannot_tell"`` when something is unknown, else ``"fits"``."""
+    if int(total) > int(limit):
+        return VERDICT_DOES_NOT_FIT
+    return VERDICT_CANNOT_TELL if unknowns else VERDICT_FITS
+
+
+@dataclass(frozen=True)
+class BatchGrowth:
+    """How the footprint grows with the batch.
+
+    Attributes
+    ----------
+    per_example_bytes : int or None
+        Bytes one more example adds (footprint at batch b+1 minus at b); None when the model
+        cannot be re-batched.
+    reason : str
+        Why there is no answer (names the input or the operator), or how it was obtained.
+    source : str
+        "measured" (both footprints measured by the runtime) or "estimated".
+    """
+
+    per_example_bytes: int | None
+    reason: str
+    source: str = ""
+
+
+def batch_dimension_problem(model, subgraph_index: int) -> str:
+    """"" when dimension 0 of every graph input is a batch; else why not, naming the input.
+
+    Dimension 0 is taken as a batch when the file marks it dynamic (-1 in ``shape_signature``)
+    or stores 1 there on an input of rank >= 2. Otherwise (e.g. a conformer's 335 frames) it is
+    a size of the data, never called a batch.
+    """
+    sg = model.subgraph(subgraph_index)
+    inputs = [sg.tensors[t] for t in sg.inputs if t >= 0]
+    ranked = [t for t in inputs if len(t.shape) >= 1]
+    if not ranked:
+        return "the model's inputs have no batch dimension (scalars)"
+    for t in ranked:
+        sig = tuple(t.shape_signature or ())
+        if sig and sig[0] == -1:
+            continue
+        if len(t.shape) >= 2 and t.shape[0] == 1:
+            continue
+        return (f"dimension 0 of input '{t.name}' is {t.shape[0]}, a size of the data, not a "
+                "batch (a batch is 1 or dynamic in the file)")
+    return ""
+
+
+def batch_growth(model, subgraph_index: int, edits: WhatIfEdits | None, fp: Footprint, *,
+                 planner: str = "litert", measure: bool = True, timeout: float = 60.0,
+                 time_limit: float | None = None) -> BatchGrowth:
+    """Footprint growth per example, from the footprint at the next batch.
+
+    The runtime resizes the inputs to batch b+1 (our shape inference where it cannot load the
+    model); an operator that rejects it (a fixed RESHAPE) ends the answer with its name.
+    """
+    why = batch_dimension_problem(model, subgraph_index)
+    if why:
+        return BatchGrowth(None, why)
+    base = edits if edits is not None else WhatIfEdits()
+    b = base.batch or 1
+    try:
+        nxt = footprint(model, subgraph_index, dataclasses.replace(base, batch=b + 1),
+                        planner=planner, measure=measure, timeout=timeout, time_limit=time_limit,
+                        detail=False)
+    except WhatIfError as e:
+        msg = str(e)
+        if msg.startswith(str(model.path) + ": "):
+            msg = msg[len(str(model.path)) + 2:]
+        return BatchGrowth(None, f"the model cannot take batch {b + 1}: {msg}")
+    except ViewerError as e:
+        return BatchGrowth(None, f"batch {b + 1} could not be evaluated: {e}")
+    if nxt.unknowns:
+        return BatchGrowth(None, f"at batch {b + 1}: cannot tell ({nxt.unknowns[0]})")
+    per = total_bytes(nxt.terms) - total_bytes(fp.terms)
+    both = fp.arena_term.source == nxt.arena_term.source == SOURCE_MEASURED
+    return BatchGrowth(max(per, 0), f"extrapolated linearly from the footprints at batch {b} and {b + 1}"
+                       + (" (both measured by the runtime)" if both else ""),
+                       SOURCE_MEASURED if both else "estimated")
+
+
+def largest_batch(limit: int, used: int, batch: int, growth: BatchGrowth) -> int | None:
+    """Largest batch whose linearly extrapolated footprint fits (0: not even one); None when
+    the model cannot be re-batched or the footprint does not grow with the batch."""
+    if growth.per_example_bytes is None or growth.per_example_bytes <= 0:
+        return None
+    return max(0, int(batch) + (int(limit) - int(used)) // int(growth.per_example_bytes))
