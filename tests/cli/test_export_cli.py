@@ -53,7 +53,7 @@ def test_svg_with_a_named_planner_overwrites_only_with_force(tmp_path, capsys, q
     root = ET.parse(out).getroot()
     assert root.get("viewBox") == "0 0 1600 1000" and root.get("width") == "1600px"
     assert "naive plan, arena 3.0 KiB" in stdout
-    assert "chain.tflite — subgraph 0 — naive" in out.read_text()
+    assert "chain.tflite — kernel temporaries included (measured) — subgraph 0 — naive" in out.read_text()
 
 
 @pytest.mark.parametrize(
@@ -109,7 +109,7 @@ def test_what_if_edits_are_named_in_the_title(tmp_path, capsys, qapp):
     out = tmp_path / "b2.svg"
     rc, stdout, err = run_cli(capsys, "export", model, "-o", out, "--batch", 2)
     assert rc == 0, err
-    assert "chain.tflite — what-if: batch 2 — subgraph 0" in out.read_text()
+    assert "chain.tflite — what-if: batch 2 — kernel temporaries included (measured) — subgraph 0" in out.read_text()
     assert "lower bound 4.5 KiB" in stdout  # twice the batch-1 lower bound
 
 
@@ -134,3 +134,18 @@ def test_export_never_overwrites_the_model_through_a_link(tmp_path, capsys):
     err = capsys.readouterr().err
     assert rc == 2 and "refusing to overwrite the input model" in err
     assert model.read_bytes() == before
+
+
+@pytest.mark.shared
+def test_export_draws_the_footprint_check_counts(tmp_path, capsys):
+    """unet_256: export --measure (the default) draws the runtime's 124.8 MiB arena with its
+    kernel temporaries, and the title says so; --no-measure draws the tensors only and says so."""
+    from conftest import shared_model
+
+    p = shared_model("unet_256.tflite")
+    out = tmp_path / "u.svg"
+    assert main(["export", str(p), "-o", str(out)]) == 0
+    stdout = capsys.readouterr().out
+    assert "130,809,856 B" in stdout and "kernel temporaries included (measured)" in out.read_text()
+    assert main(["export", str(p), "-o", str(out), "--force", "--no-measure"]) == 0
+    assert "kernel temporaries NOT included" in out.read_text()

@@ -184,3 +184,24 @@ def test_plan_measure_at_an_edited_batch_replays_the_runtime(capsys):
     r = json.loads(out)
     assert r["plans"]["litert"]["arena_bytes"] == r["plans"]["litert_measured"]["arena_bytes"]
     assert r["tensors"][0]["shape"][0] == 2
+
+
+@pytest.mark.shared
+def test_plan_lists_signature_keys_and_measures_each_signature_through_its_runner(capsys):
+    """litert_testdata_multi_signatures: 'sub' runs subgraph 1, which the runtime allocates
+    only through its signature runner (it used to be measured as 0 B)."""
+    import json
+
+    from conftest import shared_model
+
+    p = shared_model("litert_testdata_multi_signatures.tflite")
+    assert main(["plan", str(p), "--measure", "--signature", "sub", "--json"]) == 0
+    r = json.loads(capsys.readouterr().out)
+    assert r["subgraph"] == 1
+    assert {(s["key"], s["subgraph"]) for s in r["signatures"]} == {("add", 0), ("sub", 1)}
+    assert r["plans"]["litert_measured"]["arena_bytes"] > 0
+    assert r["footprint"]["terms"][0]["source"] == "measured"
+    assert main(["plan", str(p)]) == 0
+    assert "signatures: add (subgraph 0), sub (subgraph 1)" in capsys.readouterr().out
+    assert main(["plan", str(p), "--signature", "nope"]) == 2
+    assert "no signature 'nope'" in capsys.readouterr().err

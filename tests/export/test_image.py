@@ -126,12 +126,12 @@ def test_headless_export_in_a_subprocess(tmp_path, platform):
 
 def test_rectangles_drawn_without_pyqtgraphs_primitive_array(tmp_path, qapp, monkeypatch):
     """The fallback for pyqtgraph versions without ``PrimitiveArray`` draws the same picture."""
-    from viewer.export import chart_scene
+    from viewer.export import chart_items
 
     a = synthetic_analysis()
     plan = plan_of(a, "greedy_by_size")
     fast = export_chart(a, plan, tmp_path / "fast.png", width=800, height=500)
-    monkeypatch.setattr(chart_scene, "_PrimitiveArray", None)
+    monkeypatch.setattr(chart_items, "_PrimitiveArray", None)
     slow = export_chart(a, plan, tmp_path / "slow.png", width=800, height=500)
     want = count_color(fast, KIND_COLORS["intermediate"])
     assert want > 500 and count_color(slow, KIND_COLORS["intermediate"]) == want

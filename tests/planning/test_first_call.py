@@ -28,7 +28,11 @@ def test_first_plan_imports_nothing():
         _load_all()
         problem = PlanningProblem(tuple(Buffer(i, f, l, s) for i, (f, l, s) in enumerate(
             [(0, 2, 64), (1, 3, 128), (2, 5, 32), (4, 6, 256), (0, 6, 16)])), 7)
-        problem.lower_bound()
+        before = set(sys.modules)
+        problem.lower_bound(), problem.aligned_lower_bound(64)
+        new = sorted(set(sys.modules) - before)
+        if new:
+            print("bounds", new)
         for name, spec in PLANNERS.items():
             before = set(sys.modules)
             spec.func(problem, 64, time_limit=1.0)

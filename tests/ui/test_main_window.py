@@ -435,7 +435,8 @@ def test_budget_and_whatif_comparison_are_shown(qtbot, window):
     assert window.side.budget_box.isVisibleTo(window)
     assert "c62828" in window.side.budget_label.text()  # over budget: red
     window.whatif.budget_changed.emit(BudgetSettings(arena, 0, "mapped"))
-    assert "1a7f37" in window.side.budget_label.text()  # fits exactly
+    text = window.side.budget_label.text()  # not measured: never "fits", the verdict cannot tell
+    assert "1a7f37" not in text and "cannot tell" in text
     with qtbot.waitSignal(window.view_changed, timeout=60_000):
         window.whatif.batch.setValue(2)
     text = window.side.budget_label.text()
@@ -713,4 +714,33 @@ def test_budget_verdict_in_the_whatif_tab(qtbot, window):
     assert verdict.text().startswith("over budget by 1 B (binding operator #"), verdict.text()
     assert "c62828" in verdict.styleSheet() and "c62828" in window.side.budget_label.text()
     window.whatif.limit.value.setValue(arena)
-    assert verdict.text() == "fits, headroom 0 B" and "1a7f37" in verdict.styleSheet()
+    # measurement is off in this window: the planned arena lacks the kernel temporaries, so the
+    # verdict is never "fits" (issue 9), it says what is unknown
+    assert verdict.text().startswith("cannot tell: kernel temporaries"), verdict.text()
+    assert "c62828" in verdict.styleSheet()
+
+
+@pytest.mark.shared
+def test_budget_verdict_counts_the_estimated_temporaries_of_a_storage_whatif(qtbot, measured_window):
+    """unet_256 with float16 activations against 30 MiB: over budget, in the window as in check
+    (the runtime's im2col buffers shrink with their input's element size; they do not vanish)."""
+    window = measured_window
+    open_and_wait(qtbot, window, shared_model("unet_256.tflite"))
+    with qtbot.waitSignal(window.view_changed, timeout=120_000):
+        window.whatif.dtype.setCurrentIndex(window.whatif.dtype.findData("float16"))
+    fp = window.response.footprint
+    assert fp is not None and fp.arena_term.source == "estimated" and fp.arena_bytes > 60 << 20
+    window.whatif.use_budget.setChecked(True)
+    window.whatif.limit.unit.setCurrentText("MiB")
+    window.whatif.limit.value.setValue(30)
+    text = window.whatif.verdict.text()
+    assert text.startswith("over budget by"), text
+
+
+@pytest.mark.shared
+def test_subgraph_selector_shows_signature_keys(qtbot, window):
+    open_and_wait(qtbot, window, shared_model("multi_out_sigs.tflite"))
+    combo = window.side.subgraph_combo
+    texts = [combo.itemText(i) for i in range(combo.count())]
+    assert "signature second" in texts[0] and "signature split_unpack" in texts[1], texts
+    assert "signature" not in texts[2] and combo.isVisibleTo(window)

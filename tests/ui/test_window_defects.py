@@ -298,3 +298,23 @@ def test_kernel_temporaries_have_their_runtime_shape_in_the_table(qtbot, setting
         shape = m.index(m.row_of(u.tensor), COLUMNS.index("shape")).data()
         assert shape != "-" and shape in a.tensor_name(u.tensor), (shape, a.tensor_name(u.tensor))
     w.runner.shutdown()
+
+
+def test_column_widths_the_user_set_survive_a_whatif_and_refit_for_another_model(qtbot, window):
+    open_and_wait(qtbot, window, resource_path(DEMO_MODEL))
+    header = window.table.view.horizontalHeader()
+    col = COLUMNS.index("bytes")
+    fitted = header.sectionSize(col)
+    header.resizeSection(col, fitted + 57)  # what dragging the header's edge does
+    # A storage what-if re-plans and redraws the same tensors: the width the user chose stays.
+    shown = []
+    window.view_changed.connect(lambda: shown.append(1))
+    from viewer.whatif.edits import WhatIfEdits
+
+    window.document.set_panel_edits(WhatIfEdits(activation_dtype="float16"))
+    qtbot.waitUntil(lambda: bool(shown), timeout=60_000)
+    assert window.document.edits is not None and window.document.edits.activation_dtype == "float16"
+    assert header.sectionSize(col) == fitted + 57
+    # Another model's tensors: the columns are fitted to them again.
+    open_and_wait(qtbot, window, shared_model(SMALL))
+    assert header.sectionSize(col) != fitted + 57

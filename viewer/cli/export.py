@@ -38,15 +38,46 @@ def add_parser(sub) -> None:
     p.add_argument("--compare", action="store_true",
                    help="draw the baseline (the model as stored) and the what-if edits side by "
                         "side on one y scale, with the delta; needs at least one edit flag")
+    p.add_argument("--measure", dest="measure", action="store_true", default=True,
+                   help="draw what check counts (the default): LiteRT's own arena with its kernel "
+                        "temporaries (estimated under a storage what-if)")
+    p.add_argument("--no-measure", dest="measure", action="store_false",
+                   help="plan the model's own tensors only, without running LiteRT (kernel "
+                        "temporaries missing; the title says so)")
+    p.add_argument("--timeout", type=float, default=120.0, metavar="S",
+                   help="seconds before the LiteRT process is killed (default 120)")
     add_edit_args(p)
     add_runtime_arg(p)
     p.set_defaults(run=run)
 
 
+def _footprint_chart(args, edits):
+    """(analysis, plan, notes, title suffix): the footprint ``check`` counts, or planned only."""
+    from viewer.planning.run import best_plan_name, run_planners
+    from viewer.whatif.footprint import SOURCE_ESTIMATED, footprint
+    from viewer.whatif.pipeline import prepare
+
+    if args.measure:
+        fp = footprint(args.model, args.subgraph, edits, planner=args.planner or "litert",
+                       measure=True, timeout=args.timeout, time_limit=args.time_limit)
+        if fp.temporaries_included:
+            how = "estimated" if fp.arena_term.source == SOURCE_ESTIMATED else "measured"
+            suffix = f" — kernel temporaries included ({how})"
+        else:
+            suffix = " — kernel temporaries NOT included (the runtime could not measure them)"
+        notes = list(fp.notes) + [f"cannot tell: {u}" for u in fp.unknowns]
+        return fp.analysis, fp.plan, notes, suffix
+    prep = prepare(args.model, args.subgraph, edits)
+    names = None if args.planner is None else [args.planner]
+    plans = run_planners(prep.analysis.problem(), names, time_limit=args.time_limit)
+    plan = plans[args.planner if args.planner is not None else best_plan_name(plans)]
+    return (prep.analysis, plan, list(prep.notes) + [
+        "planned only (--no-measure): kernel temporaries are not included"],
+        " — tensors only, kernel temporaries NOT included")
+
+
 def run(args: argparse.Namespace) -> int:
     from viewer.export.image import MAX_SIZE, MIN_SIZE, check_output, export_chart
-    from viewer.planning.run import best_plan_name, run_planners
-    from viewer.whatif.pipeline import prepare
 
     out = str(args.output)
     for name in ("width", "height"):
@@ -68,13 +99,7 @@ def run(args: argparse.Namespace) -> int:
         analysis, plan, notes = export_plan(args)
         name_suffix = " (TFLite Micro)"
     else:
-        prep = prepare(args.model, args.subgraph, edits)
-        problem = prep.analysis.problem()
-        names = None if args.planner is None else [args.planner]
-        plans = run_planners(problem, names, time_limit=args.time_limit)
-        chosen = args.planner if args.planner is not None else best_plan_name(plans)
-        plan = plans[chosen]
-        analysis, notes, name_suffix = prep.analysis, prep.notes, ""
+        analysis, plan, notes, name_suffix = _footprint_chart(args, edits)
     from viewer.export.chart_data import titled_model_name
 
     name = titled_model_name(os.path.basename(args.model), edits) + name_suffix  # same title as the window

@@ -54,12 +54,25 @@ def run(args: argparse.Namespace) -> int:
     if args.cgroup:
         return _cgroup.run(args)
     report = measure_report(args.model, args.runs, args.timeout, xnnpack=not args.no_xnnpack)
+    report["footprint"] = _footprint_terms(args.model, args.timeout)
     if args.json:
         json.dump(report, sys.stdout, indent=1)
         sys.stdout.write("\n")
         return 0
     _print_table(report)
     return 0
+
+
+def _footprint_terms(path: str, timeout: float) -> dict:
+    """The terms ``check`` counts (viewer.whatif.footprint), each with its source."""
+    from viewer.errors import ViewerError
+    from viewer.whatif.footprint import footprint
+
+    try:
+        fp = footprint(path, 0, None, planner="litert", measure=True, timeout=timeout, detail=False)
+    except ViewerError as e:
+        return {"terms": [], "unknowns": [str(e)]}
+    return {"terms": [t.as_dict() for t in fp.terms], "unknowns": list(fp.unknowns)}
 
 
 def _b(n) -> str:
@@ -89,6 +102,8 @@ def _print_table(r: dict) -> None:
                else "not run")
     w(f"  litert planner replay     {_b(rp.get('arena_bytes'))}   {verdict}\n")
     w(f"  persistent / dynamic      {_b(r['persistent_bytes'])}   (outside the arena)\n")
+    for t in (r.get("footprint") or {}).get("terms", ()):
+        w(f"  footprint: {t['name'][:30]:<30} {_b(t['bytes'])}  [{t['source']}]\n")
     temps = r["temporaries"]
     w(f"  kernel temporaries        {_b(sum(t['bytes'] for t in temps))}   "
       f"({_count(len(temps), 'tensor')})\n")

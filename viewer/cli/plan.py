@@ -69,9 +69,9 @@ def run(args: argparse.Namespace) -> int:
     notes = list(prep.notes)
     a = prep.analysis
     tensor_only = a
-    measured = None
+    measured = fp = None
     if args.measure:
-        a, measured, more = _measure(prep, args.timeout)
+        a, measured, fp, more = _measure(prep, args.timeout)
         notes.extend(more)
     problem = a.problem()
     names = planner_choice(args.planner)
@@ -93,6 +93,11 @@ def run(args: argparse.Namespace) -> int:
                           edits=_edits_dict(edits), with_offsets=args.json)
     report.update(extra)
     report["aligned_lower_bound_bytes"] = problem.aligned_lower_bound(DEFAULT_ALIGNMENT)
+    report["signatures"] = [{"key": sg.key, "subgraph": sg.subgraph_index}
+                            for sg in prep.model.signatures]
+    if fp is not None:  # the same terms check counts (viewer.whatif.footprint)
+        report["footprint"] = {"terms": [t.as_dict() for t in fp.terms],
+                               "unknowns": list(fp.unknowns)}
     if measured is not None:
         temps = [u for u in a.usages if u.kind == KIND_TEMPORARY]
         report["measured"] = {
@@ -111,21 +116,22 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _measure(prep, timeout: float):
-    """Probe LiteRT; return (analysis with kernel temporaries, measured plan, notes)."""
-    from viewer.runtime.probe import measured_plan, probe_analysis, probe_model
+    """The footprint ``check`` counts: (analysis with kernel temporaries, the runtime's own plan
+    or None, Footprint, notes). Under a storage what-if the temporaries are the runtime's,
+    rescaled (estimated); when the runtime cannot load the model, the notes say why."""
+    from viewer.whatif.footprint import SOURCE_MEASURED, footprint
 
-    edits = prep.edits
-    if edits is not None and (edits.activation_dtype or edits.tensor_dtypes):
-        return prep.analysis, None, ["--measure skipped: the runtime cannot run a storage-precision what-if"]
-    probe = probe_model(prep.model.path, prep.subgraph_index,
-                        input_shapes=dict(prep.input_shapes) or None, timeout=timeout)
-    if not probe.ok:
-        return prep.analysis, None, [f"not measured: {probe.error}; kernel temporaries are missing"]
-    try:
-        return probe_analysis(prep.model, probe), measured_plan(probe), [
-            "kernel temporaries measured by LiteRT (allocate_tensors, built-in CPU kernels, no delegate)"]
-    except ViewerError as e:
-        return prep.analysis, None, [f"runtime result not usable ({e}); kernel temporaries are missing"]
+    fp = footprint(prep.model, prep.subgraph_index, prep.edits, planner="litert", measure=True,
+                   timeout=timeout)
+    notes = [n for n in fp.notes if n not in prep.notes]
+    notes += [f"cannot count: {u}" for u in fp.unknowns]
+    if not fp.measured:
+        return prep.analysis, None, fp, notes
+    measured = fp.plan if fp.arena_term.source == SOURCE_MEASURED else None
+    if measured is not None:
+        notes.append("kernel temporaries measured by LiteRT (allocate_tensors, built-in CPU "
+                     "kernels, no delegate)")
+    return fp.analysis, measured, fp, notes
 
 
 def _beyond_the_arena(model, subgraph_index: int, a, plans, best):
@@ -173,6 +179,9 @@ def _print_table(r: dict, a, top: int) -> None:
     lb = r["lower_bound_bytes"]
     out(f"{r['model']}  subgraph {r['subgraph']}  ({r['num_operators']} operators, "
         f"{len(r['tensors'])} arena tensors)\n")
+    if r.get("signatures"):
+        out("signatures: " + ", ".join(f"{x['key']} (subgraph {x['subgraph']})"
+                                        for x in r["signatures"]) + "\n")
     for note in r["notes"]:
         out(f"note: {note}\n")
     out(f"  {'weights (file-backed)':<28}{_fmt(r['weights_bytes'])}\n")
@@ -187,6 +196,8 @@ def _print_table(r: dict, a, top: int) -> None:
         out(f"  {'kernel temporaries':<28}{_fmt(m['temporaries_bytes'])}  ({len(m['temporaries'])} measured)\n")
     if r.get("persistent_bytes"):
         out(f"  {'persistent (outside arena)':<28}{_fmt(r['persistent_bytes'])}\n")
+    for t in (r.get("footprint") or {}).get("terms", ()):
+        out(f"  footprint: {t['name']:<26}{_fmt(t['bytes'])}  [{t['source']}: {t['method']}]\n")
     gap_to = "gap to aligned bound" if alb > lb else "gap to lower bound"
     out(f"  planner                             arena            {gap_to}\n")
     for name, p in r["plans"].items():

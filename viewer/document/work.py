@@ -155,6 +155,9 @@ class AnalysisResponse:
     temporaries_view: View | None = None
     temporaries_shown: bool = False
     reorder: Any = None
+    #: The :class:`viewer.whatif.footprint.Footprint` ``check`` counts (litert), for the budget
+    #: verdict; None while shapes are only our estimate (the runtime confirms next).
+    footprint: Any = None
 
     @property
     def has_temporaries(self) -> bool:
@@ -370,12 +373,22 @@ def compute(
                 v[1][MEASURED] = measured
         except ViewerError as e:
             measure_note = f"measured, but the runtime's offsets cannot be drawn: {e}"
+    fp = None
+    if request.shape_source != "inferred":
+        from viewer.whatif.footprint import footprint
+
+        report(0.97, "counting the footprint (as check does)")
+        try:
+            fp = footprint(model, request.subgraph, edits if edited else None, planner="litert",
+                           measure=bool(request.measure), detail=False)
+        except ViewerError:
+            fp = None
     report(1.0, "done")
     return AnalysisResponse(
         request, model, analysis, plans, view[2], probe, measure_note,
         notes, estimated, time.perf_counter() - t0,
         tensor_view=tensor_view, temporaries_view=temporaries_view,
-        temporaries_shown=temporaries_view is not None,
+        temporaries_shown=temporaries_view is not None, footprint=fp,
     )
 
 

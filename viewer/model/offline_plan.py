@@ -107,21 +107,11 @@ def offline_planned_bytes(src: str | os.PathLike, offsets: Sequence[int], num_su
     import numpy as np
     from ai_edge_litert import schema_py_generated as S
 
-    from viewer.model.writer import FILE_IDENTIFIER, _AlignedBufferT
+    from viewer.model.writer import FILE_IDENTIFIER, _AlignedBufferT, _realign_buffers, _unpack
 
     src_p = Path(src)
-    try:
-        raw = src_p.read_bytes()
-        model = S.ModelT.InitFromPackedBuf(bytearray(raw), 0)
-    except OSError as e:
-        raise ModelFormatError(src_p, "open", e.strerror or str(e)) from None
-    except Exception as e:  # the generated code raises anything on a corrupt buffer
-        raise ModelFormatError(src_p, "object API unpack", f"{type(e).__name__}: {e}") from None
-    for i, b in enumerate(model.buffers or []):
-        if b.offset and b.offset > 1:
-            raise ModelFormatError(src_p, f"buffer {i}", "data stored outside the flatbuffer "
-                                   "(offset/size); cannot rewrite")
-        b.__class__ = _AlignedBufferT
+    raw, model = _unpack(src_p)
+    _realign_buffers(src_p, model)
     buf = _AlignedBufferT()
     buf.data = np.frombuffer(encode_offsets(offsets, num_subgraphs), dtype=np.uint8).copy()
     buf.offset, buf.size = 0, 0

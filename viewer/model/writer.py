@@ -137,20 +137,47 @@ def _permute_in_place(raw: bytes, subgraph_index: int, order: list[int]) -> byte
     return bytes(out)
 
 
-def _repack(src_p: Path, raw: bytes, subgraph_index: int, order: list[int]) -> bytes:
-    """The model re-serialised through the object API with the new operator order."""
+def _unpack(src_p: Path, raw: bytes | None = None):
+    """``(raw, ModelT)``: the bytes of ``src_p`` (read unless given) unpacked through LiteRT's
+    schema object API.
+
+    Raises
+    ------
+    viewer.errors.ModelFormatError
+        ``src_p`` cannot be read, or the object API cannot unpack it.
+    """
     try:
-        model = S.ModelT.InitFromPackedBuf(bytearray(raw), 0)
+        if raw is None:
+            raw = src_p.read_bytes()
+        return raw, S.ModelT.InitFromPackedBuf(bytearray(raw), 0)
+    except OSError as e:
+        raise ModelFormatError(src_p, "open", e.strerror or str(e)) from None
     except Exception as e:  # the generated code raises anything on a corrupt buffer
         raise ModelFormatError(src_p, "object API unpack", f"{type(e).__name__}: {e}") from None
-    sg = model.subgraphs[subgraph_index]
-    ops = list(sg.operators or [])
+
+
+def _realign_buffers(src_p: Path, model) -> None:
+    """Make every buffer of ``model`` (a ``ModelT``) pack its data 16-byte aligned.
+
+    Raises
+    ------
+    viewer.errors.ModelFormatError
+        A buffer stores its data outside the flatbuffer (offset/size): it cannot be rewritten.
+    """
     for i, b in enumerate(model.buffers or []):
         if b.offset and b.offset > 1:
             raise ModelFormatError(
                 src_p, f"buffer {i}", "data stored outside the flatbuffer (offset/size); cannot rewrite"
             )
         b.__class__ = _AlignedBufferT
+
+
+def _repack(src_p: Path, raw: bytes, subgraph_index: int, order: list[int]) -> bytes:
+    """The model re-serialised through the object API with the new operator order."""
+    _, model = _unpack(src_p, raw)
+    sg = model.subgraphs[subgraph_index]
+    ops = list(sg.operators or [])
+    _realign_buffers(src_p, model)
     sg.operators = [ops[i] for i in order]
 
     builder = flatbuffers.Builder(len(raw) + 1024)
@@ -201,13 +228,7 @@ def write_graphs(src: str | os.PathLike, dst: str | os.PathLike, graphs, subgrap
     src_p, dst_p = Path(src), Path(dst)
     if dst_p.exists() and src_p.exists() and os.path.samefile(src_p, dst_p):
         raise ViewerError(f"{dst_p}: refusing to overwrite the input model; choose another output file")
-    try:
-        raw = src_p.read_bytes()
-        model = S.ModelT.InitFromPackedBuf(bytearray(raw), 0)
-    except OSError as e:
-        raise ModelFormatError(src_p, "open", e.strerror or str(e)) from None
-    except Exception as e:  # the generated code raises anything on a corrupt buffer
-        raise ModelFormatError(src_p, "object API unpack", f"{type(e).__name__}: {e}") from None
+    raw, model = _unpack(src_p)
     old = model.subgraphs[subgraph_index]
     old_buffers = model.buffers or []
     buffers = [_AlignedBufferT()]

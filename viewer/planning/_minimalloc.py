@@ -155,10 +155,16 @@ def sweep(start: np.ndarray, end: np.ndarray) -> Sweep:
     members = np.full((len(sections), max(width, 1)), -1, np.int64)
     for s, m in enumerate(sections):
         members[s, : len(m)] = m
-    # Pairwise overlaps of half-open intervals.
-    ov = (start[:, None] < end[None, :]) & (start[None, :] < end[:, None])
-    np.fill_diagonal(ov, False)
-    overlaps = [np.nonzero(ov[i])[0] for i in range(n)]
+    # Pairwise overlaps of half-open intervals: of the buffers that start before i ends, those
+    # that end after i starts (memory in proportion to the overlaps, not n * n).
+    by_start = np.argsort(start, kind="stable")
+    k = np.searchsorted(start[by_start], end, side="left")
+    overlaps = []
+    for i in range(n):
+        c = by_start[: k[i]]
+        c = c[(end[c] > start[i]) & (c != i)]
+        c.sort()
+        overlaps.append(c)
     parts = [(np.array(p[0], np.int64), p[1]) for p in partitions]
     return Sweep(sec_lo, sec_hi, members, overlaps, parts, len(sections))
 

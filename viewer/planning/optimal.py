@@ -37,6 +37,11 @@ DEFAULT_TIME_LIMIT = 10.0
 
 NAME = "optimal"
 
+#: Problems with more buffers of positive size than this skip the exact searches (their
+#: sweep and CP-SAT model grow with the pairs of overlapping buffers) and keep the best
+#: heuristic plan, with its gap to the proven bound.
+MAX_SEARCH_BUFFERS = 10_000
+
 #: Ingredient names, in the order the planner uses them.
 INGREDIENTS = ("heuristics", "aligned_bound", "minimalloc", "cp_sat")
 
@@ -169,7 +174,7 @@ class _Anytime:
                 f"(gap {gap:.1%})")
 
 
-#: Seconds of the first descent slice; every pass doubles it.
+#: Seconds of the first slice; every pass doubles it.
 FIRST_SLICE = 0.05
 #: The attempt at the proven bound gets this many times the descent's slice in each pass.
 BOUND_SHARE = 2.0
@@ -229,8 +234,9 @@ def _dfs_stage(st: _Anytime, start, end, size, idx, ids, alignment, params, budg
     (:data:`FIRST_SLICE` first):
 
     1. descends from the best arena U towards the proven bound L (with a slice that doubles
-       only after a pass where the descent found something, so a descent that has stalled
-       costs the bound's attempt little): the capacity half way
+       after a pass where the descent found something and halves after one where it did not,
+       down to a quarter of the pass's slice, so a stalled descent costs the bound's attempt
+       little but still grows): the capacity half way
        between them, and after a search runs out of time the one half way from there to U
        (closer to U feasible answers come faster; :data:`DESCENT_TRIES` of them per pass),
        starting again half way after every answer; then
@@ -242,14 +248,15 @@ def _dfs_stage(st: _Anytime, start, end, size, idx, ids, alignment, params, budg
     offered (and reported) at once.
 
     With a ``target`` (bytes; a budget the caller wants to meet, as MiniMalloc's
-    ``--capacity``), passes ask only "does it fit in ``target``?" until that is answered, then
-    go on as above.
+    ``--capacity``), passes ask "does it fit in ``target``?" (and, for a quarter of that time,
+    the bound: a loose target can be slower to meet than a tight optimum) until that is
+    answered, then go on as above.
     """
     stage_end = min(st.deadline, time.monotonic() + budget)
     caps = _Capacities(st, start, end, size, idx, ids, alignment, params, stage_end)
     outcome = "open"
     slice_ = FIRST_SLICE  # the bound's attempt gets BOUND_SHARE of it; doubles every pass
-    descent_slice = FIRST_SLICE  # doubles only after a pass whose descent found something
+    descent_slice = FIRST_SLICE  # doubles after a fruitful pass, else halves (>= slice_ / 4)
     try:
         while not st.done and time.monotonic() < stage_end:
             st.poll()
@@ -258,6 +265,8 @@ def _dfs_stage(st: _Anytime, start, end, size, idx, ids, alignment, params, budg
                 cap = target - target % st.granularity
                 if st.bound <= cap < st.best_arena:
                     caps.attempt(cap, BOUND_SHARE * slice_)
+                    if st.bound < cap and not st.done and time.monotonic() < stage_end:
+                        caps.attempt(st.bound, slice_ / 2)  # the optimum may be far below
                     slice_ *= 2
                     continue
                 target = None
@@ -272,6 +281,8 @@ def _dfs_stage(st: _Anytime, start, end, size, idx, ids, alignment, params, budg
                 tries = tries + 1 if status == mm.TIMEOUT else 0
             if (st.best_arena, st.bound) != before:
                 descent_slice *= 2
+            else:
+                descent_slice = max(slice_ / 4, descent_slice / 2)
             if not st.done and time.monotonic() < stage_end:
                 caps.attempt(st.bound, BOUND_SHARE * slice_)
             if (st.best_arena, st.bound) != before:
@@ -470,6 +481,10 @@ def plan_optimal(
     end = last[nz] + 1
     size = size_all[nz]
 
+    if len(nz) > MAX_SEARCH_BUFFERS and not st.done:
+        used["search"] = {"result": f"skipped: {len(nz):,d} buffers (more than "
+                                    f"{MAX_SEARCH_BUFFERS:,d})"}
+        ingredients = tuple(i for i in ingredients if i not in ("minimalloc", "cp_sat"))
     # 2. MiniMalloc-style decision searches.
     if "minimalloc" in ingredients and not st.done and len(nz):
         share = 0.75 if "cp_sat" in ingredients else 1.0

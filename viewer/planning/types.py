@@ -16,7 +16,7 @@ import numpy as np
 DEFAULT_ALIGNMENT = 64
 
 
-from viewer.analysis.problem import Buffer, PlanningProblem  # noqa: E402,F401  (re-exported)
+from viewer.analysis.problem import Buffer, PlanningProblem, unique_sorted  # noqa: E402,F401  (re-exported)
 
 
 @dataclass(frozen=True)
@@ -74,17 +74,3 @@ def align_up(n: int, alignment: int) -> int:
     """Round ``n`` up to a multiple of ``alignment``."""
     return -(-n // alignment) * alignment
 
-
-def unique_sorted(a: np.ndarray) -> np.ndarray:
-    """The distinct values of ``a`` (shape (n,)), ascending: ``np.unique(a)`` without its cost.
-
-    numpy 2.x's ``np.unique`` imports ``numpy.ma`` on its first call (about 7 ms, most of a
-    first plan of MobileNet v2); a sort and one comparison give the same array.
-    """
-    s = np.sort(np.asarray(a).ravel())
-    if len(s) == 0:
-        return s
-    keep = np.empty(len(s), bool)
-    keep[0] = True
-    np.not_equal(s[1:], s[:-1], out=keep[1:])
-    return s[keep]

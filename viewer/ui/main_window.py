@@ -334,11 +334,12 @@ class MainWindow(QMainWindow):
             g = tiled.plan.grid
             name = f"{os.path.basename(resp.model.path)} tiled {g[0]}x{g[1]} after #{tiled.plan.split}"
             self.chart.set_view(tiled.analysis, tiled.drawn, model_name=name, subgraph=resp.request.subgraph)
-            self.table.set_view(tiled.analysis, tiled.drawn)
+            self.table.set_view(tiled.analysis, tiled.drawn, fit_key=(resp.model.path, "tiled"))
             self._update_budget_verdict()
             return
         self.chart.set_view(resp.analysis, plan, model_name=name, subgraph=resp.request.subgraph)
-        self.table.set_view(resp.analysis, plan, self.document.temporary_shapes())
+        self.table.set_view(resp.analysis, plan, self.document.temporary_shapes(),
+                            fit_key=(resp.model.path, resp.request.subgraph))
         self._update_budget_verdict()
 
     def _update_compare_view(self) -> None:
@@ -369,6 +370,8 @@ class MainWindow(QMainWindow):
             self.whatif.set_verdict("")
         elif rep.fits:
             self.whatif.set_verdict(f"fits, headroom {format_bytes(rep.headroom_bytes)}", True)
+        elif rep.message.startswith("cannot tell"):
+            self.whatif.set_verdict(rep.message, False)
         else:
             binding = (f" (binding operator #{rep.binding_op} {rep.binding_op_name})"
                        if rep.binding_op >= 0 else "")

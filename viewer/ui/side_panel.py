@@ -278,9 +278,13 @@ class SidePanel(QScrollArea):
         self._updating = True
         try:
             self.subgraph_combo.clear()
+            keys = {}
+            for sig in m.signatures:  # the runtime allocates these through their runner
+                keys.setdefault(sig.subgraph_index, []).append(sig.key)
             for s in m.subgraphs:
+                sig = f" — signature {', '.join(keys[s.index])}" if s.index in keys else ""
                 self.subgraph_combo.addItem(
-                    f"{s.index}: {s.name or '(unnamed)'} — {len(s.operators)} ops", s.index)
+                    f"{s.index}: {s.name or '(unnamed)'}{sig} — {len(s.operators)} ops", s.index)
             self.subgraph_combo.setCurrentIndex(resp.request.subgraph)
             many = len(m.subgraphs) > 1
             self.subgraph_combo.setVisible(many)
@@ -569,6 +573,24 @@ def budget_report(settings, resp: AnalysisResponse, name: str):
         batch = edits.batch
     elif a.subgraph.inputs and a.subgraph.tensors[a.subgraph.inputs[0]].shape:
         batch = max(1, a.subgraph.tensors[a.subgraph.inputs[0]].shape[0])
+    fp = getattr(resp, "footprint", None)
+    if fp is not None and settings.limit_bytes is not None:
+        # The footprint check counts (viewer.whatif.footprint): the runtime's arena with its
+        # kernel temporaries (estimated under a storage what-if), whatever plan is drawn.
+        import dataclasses
+
+        from viewer.whatif.budget import budget_report as report
+
+        rep = report(settings.limit_bytes, arena_bytes=fp.arena_bytes,
+                     weights_bytes=resp.model.weights_bytes, runtime_bytes=settings.runtime_bytes,
+                     batch=batch, weights_mode=settings.weights_mode, binding_op=a.widest_op,
+                     binding_op_name=a.op_name(a.widest_op) if a.widest_op >= 0 else "",
+                     persistent_bytes=fp.persistent_bytes,
+                     other_subgraphs_bytes=fp.other_subgraphs_bytes,
+                     arena_label=f"tensor arena ({fp.arena_term.source}: {fp.arena_term.method})")
+        if fp.unknowns and rep.fits:
+            rep = dataclasses.replace(rep, fits=False, message="cannot tell: " + fp.unknowns[0])
+        return rep
     return settings.report(
         arena_bytes=resp.plans[name].arena_bytes, weights_bytes=resp.model.weights_bytes,
         batch=batch, binding_op=a.widest_op,

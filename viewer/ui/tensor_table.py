@@ -152,15 +152,22 @@ class TensorTable(QWidget):
         lay.addWidget(self.no_match)
         lay.addWidget(self.view)
 
-    def set_view(self, analysis: Analysis | None, plan: Plan | None, extra_shapes=None) -> None:
-        """Show ``analysis``'s tensors with ``plan``'s offsets (see :meth:`TensorTableModel.set_view`)."""
+    def set_view(self, analysis: Analysis | None, plan: Plan | None, extra_shapes=None, *,
+                 fit_key=None) -> None:
+        """Show ``analysis``'s tensors with ``plan``'s offsets (see :meth:`TensorTableModel.set_view`).
+
+        The columns are fitted to their contents when ``fit_key`` (e.g. the model's path and
+        subgraph) differs from the last view's, or, without one, when the tensors' names do;
+        what-ifs and other plans of the same model keep the widths, including any the user set.
+        """
         selected = self.selected_tensor()
         self._syncing = True
         try:
             self.model.set_view(analysis, plan, extra_shapes)
             # Fit the columns to a new model or subgraph only: a what-if or another plan of the
             # same tensors keeps the widths (and any the user set), and a re-fit costs ~100 ms.
-            key = None if analysis is None else _tensors_key(analysis)
+            key = None if analysis is None else (fit_key if fit_key is not None
+                                                 else _tensors_key(analysis))
             if key != self._fitted_for:
                 self._fitted_for = key
                 self.view.resizeColumnsToContents()

@@ -17,10 +17,9 @@ best ``width`` sets per level (beam search), widening the beam while time remain
 Among the orders with the best peak the search prefers the one closest to the original (fewest
 inversions), so that operators move only when that lowers the peak.
 
-Operators with side effects keep their relative order: resource variables (VAR_HANDLE,
-READ_VARIABLE, ASSIGN_VARIABLE), CALL_ONCE, control flow (WHILE, IF, CALL and StableHLO's),
-hash tables, random-number generators, delegates, custom operators (conservatively), and any
-operator that touches a variable or RESOURCE tensor.
+Operators with side effects keep their relative order (:mod:`viewer.whatif.op_order`, which
+also holds the dependency masks, :func:`apply_order` and :func:`moved_operators`, re-exported
+here).
 """
 
 from __future__ import annotations
@@ -32,19 +31,15 @@ from typing import Callable, Iterable, Sequence
 
 from viewer.analysis.intervals import analyze
 from viewer.analysis.types import KIND_INPUT, KIND_OUTPUT, KIND_TEMPORARY, KIND_VARIABLE, Analysis, Temporary
-from viewer.errors import PlanCancelled, WhatIfError
-from viewer.model.types import FLAG_RESOURCE, Operator, Subgraph
-
-#: Builtin operators that must keep their relative order (state, control flow, randomness).
-SIDE_EFFECT_OPS = frozenset(
-    {
-        "VAR_HANDLE", "READ_VARIABLE", "ASSIGN_VARIABLE", "CALL_ONCE",
-        "WHILE", "IF", "CALL", "DELEGATE",
-        "HASHTABLE", "HASHTABLE_FIND", "HASHTABLE_IMPORT", "HASHTABLE_SIZE", "HASHTABLE_LOOKUP",
-        "RANDOM_UNIFORM", "RANDOM_STANDARD_NORMAL", "MULTINOMIAL",
-        "STABLEHLO_WHILE", "STABLEHLO_CASE", "STABLEHLO_COMPOSITE", "STABLEHLO_CUSTOM_CALL",
-        "STABLEHLO_RNG_BIT_GENERATOR",
-    }
+from viewer.errors import PlanCancelled
+from viewer.model.types import Subgraph
+from viewer.whatif.op_order import (  # noqa: F401 (re-exported: imported from here)
+    SIDE_EFFECT_OPS,
+    apply_order,
+    dependencies,
+    has_side_effects,
+    moved_count,
+    moved_operators,
 )
 
 #: Sets of one size before the exact search gives way to beam search.
@@ -97,138 +92,6 @@ class ReorderResult:
     def changed(self) -> bool:
         """True when the order differs from the original."""
         return bool(self.moved_ops)
-
-
-def has_side_effects(op: Operator, subgraph: Subgraph) -> bool:
-    """True when ``op`` must keep its order relative to every other such operator.
-
-    Custom operators count (we cannot know what they do), as does any operator reading or
-    writing a variable tensor or a RESOURCE tensor.
-    """
-    if op.is_custom or op.op_name in SIDE_EFFECT_OPS:
-        return True
-    tensors = subgraph.tensors
-    for t in (*op.inputs, *op.outputs):
-        if 0 <= t < len(tensors) and (tensors[t].is_variable or FLAG_RESOURCE in tensors[t].flags):
-            return True
-    return False
-
-
-def dependencies(subgraph: Subgraph) -> list[int]:
-    """Predecessor bit masks: bit ``i`` of ``deps[j]`` set when operator ``i`` must run before ``j``.
-
-    Data dependencies (a tensor produced by ``i`` is read by ``j``; also write-after-write when
-    two operators write one tensor) plus a chain through the side-effect operators in their
-    original order.
-    """
-    ops = subgraph.operators
-    deps = [0] * len(ops)
-    writers: dict[int, list[int]] = {}
-    for op in ops:
-        for t in (*op.outputs, *op.intermediates):
-            if t >= 0:
-                writers.setdefault(t, []).append(op.index)
-    readers: dict[int, list[int]] = {}
-    for op in ops:
-        for t in op.inputs:
-            if t >= 0:
-                readers.setdefault(t, []).append(op.index)
-    for t, ws in writers.items():
-        for j in readers.get(t, ()):
-            for i in ws:
-                if i != j:
-                    # Read after write in the file's order; a read before any write (a cycle in
-                    # the file) keeps its original position relative to the writer.
-                    if i < j:
-                        deps[j] |= 1 << i
-                    else:
-                        deps[i] |= 1 << j
-        for a, b in zip(ws, ws[1:]):
-            deps[b] |= 1 << a
-    prev = None
-    for op in ops:
-        if has_side_effects(op, subgraph):
-            if prev is not None:
-                deps[op.index] |= 1 << prev
-            prev = op.index
-    return deps
-
-
-def apply_order(subgraph: Subgraph, order: Sequence[int]) -> Subgraph:
-    """Return ``subgraph`` with its operators in ``order``.
-
-    Parameters
-    ----------
-    subgraph : Subgraph
-    order : sequence of int
-        Original operator indices in the new execution order; a permutation of
-        ``range(len(subgraph.operators))``.
-
-    Returns
-    -------
-    Subgraph
-        Same tensors, inputs and outputs; operator ``k`` is the original ``order[k]`` with
-        ``index = k``.
-
-    Raises
-    ------
-    viewer.errors.WhatIfError
-        When ``order`` is not a permutation, or runs an operator before one it depends on
-        (data, or side-effect order).
-    """
-    n = len(subgraph.operators)
-    order = tuple(int(i) for i in order)
-    if sorted(order) != list(range(n)):
-        raise WhatIfError(
-            f"subgraph {subgraph.index}: operator order must be a permutation of 0..{n - 1}"
-        )
-    deps = dependencies(subgraph)
-    done = 0
-    for k, o in enumerate(order):
-        missing = deps[o] & ~done
-        if missing:
-            first = (missing & -missing).bit_length() - 1
-            raise WhatIfError(
-                f"subgraph {subgraph.index}: operator {o} ({subgraph.operators[o].op_name}) placed "
-                f"at position {k}, before operator {first} "
-                f"({subgraph.operators[first].op_name}) that it depends on"
-            )
-        done |= 1 << o
-    ops = tuple(dataclasses.replace(subgraph.operators[o], index=k) for k, o in enumerate(order))
-    return dataclasses.replace(subgraph, operators=ops)
-
-
-def moved_count(order: Sequence[int]) -> int:
-    """``len(moved_operators(order))``."""
-    return len(moved_operators(order))
-
-
-def moved_operators(order: Sequence[int]) -> tuple[int, ...]:
-    """The fewest operators to move to get ``order`` from ``0..n-1``, ascending.
-
-    Those outside one longest increasing subsequence of ``order`` (patience sorting,
-    O(n log n)).
-    """
-    import bisect
-
-    tails: list[int] = []  # values
-    tails_pos: list[int] = []  # position in order of each tail
-    parent = [-1] * len(order)
-    for pos, v in enumerate(order):
-        k = bisect.bisect_left(tails, v)
-        if k == len(tails):
-            tails.append(v)
-            tails_pos.append(pos)
-        else:
-            tails[k] = v
-            tails_pos[k] = pos
-        parent[pos] = tails_pos[k - 1] if k > 0 else -1
-    keep = set()
-    p = tails_pos[-1] if tails_pos else -1
-    while p >= 0:
-        keep.add(order[p])
-        p = parent[p]
-    return tuple(sorted(set(order) - keep))
 
 
 # --------------------------------------------------------------------------------------------
@@ -605,3 +468,4 @@ def reorder(
         progress(1.0, "reordered")
     stats["seconds"] = time.perf_counter() - t0
     return ReorderResult(order, before.lower_bound_bytes, after_lb, moved_operators(order), exact, stats)
+

@@ -57,15 +57,26 @@ def graph_macs(sub: Subgraph) -> int:
 
 @dataclass
 class PatchClass:
-    """Patches whose graphs are alike (one signature of the written patch model)."""
+    """Patches whose graphs are alike (one signature of the written patch model).
+
+    ``graph`` is built on first use (``make``): the search only needs the figures, and a class
+    whose transpose was already planned reuses its figures (same tensor sizes, same operators).
+    """
 
     key: str
     patches: list[tuple[int, int]]
-    graph: GraphSpec
+    make: Callable[[], GraphSpec]
     input_shape: tuple[int, ...]
     arena_bytes: int
     temporaries_bytes: int
     macs: int
+    _graph: GraphSpec | None = field(default=None, repr=False)
+
+    @property
+    def graph(self) -> GraphSpec:
+        if self._graph is None:
+            self._graph = self.make()
+        return self._graph
 
 
 @dataclass
@@ -181,7 +192,6 @@ class Tiler:
         rows = [self._geom(k, cut, 1, i, r) for i in range(r)]
         cols = [self._geom(k, cut, 2, j, c) for j in range(c)]
         ykeys = _class_names([g.key(sg) for g in rows], ("top", "mid", "bottom"))
-        hy = {id(g): hash(g.key(sg)) for g in rows + cols}
         xkeys = _class_names([g.key(sg) for g in cols], ("left", "mid", "right"))
         classes: dict[str, PatchClass] = {}
         for i, gy in enumerate(rows):
@@ -191,15 +201,21 @@ class Tiler:
                 if name in classes:
                     classes[name].patches.append((i, j))
                     continue
-                ck = (k, r, c, hy[id(gy)], hy[id(gx)], gy.key(sg), gx.key(sg))
-                if ck not in self._class:
-                    g = build_patch(sg, k, gy, gx, name)
-                    sub = to_subgraph(g, sg)
+                ky, kx = gy.key(sg), gx.key(sg)
+                figures = self._class.get((k, ky, kx)) or self._class.get((k, kx, ky))  # a transpose: same figures
+                built = None
+                if figures is None:
+                    built = build_patch(sg, k, gy, gx, name)
+                    sub = to_subgraph(built, sg)
                     arena, temps = arena_of(sub)
-                    self._class[ck] = (g, arena, temps, graph_macs(sub))
-                g, arena, temps, m = self._class[ck]
-                inp = g.tensors[next(iter(g.inputs.values()))].shape if g.inputs else ()
-                classes[name] = PatchClass(name, [(i, j)], g, inp, arena, temps, m)
+                    figures = self._class[(k, ky, kx)] = (arena, temps, graph_macs(sub))
+                arena, temps, m = figures
+                t_in = self.prefix.input
+                src = sg.tensors[t_in]
+                inp = (src.shape[0], gy.need[t_in][1] - gy.need[t_in][0], gx.need[t_in][1] - gx.need[t_in][0],
+                       src.shape[3])
+                make = (lambda gy=gy, gx=gx, name=name: build_patch(sg, k, gy, gx, name))
+                classes[name] = PatchClass(name, [(i, j)], make, inp, arena, temps, m, built)
         tail, tail_arena = self.tail(k, cut)
         input_bytes = sum(sg.tensors[t].nbytes for t in sg.inputs)
         return TilePlan(
