@@ -184,7 +184,7 @@ def main() -> int:
     with tempfile.TemporaryDirectory() as tmp:
         def export_pair():
             export_compare((a, plan, "left"), (b, plan_b, "right"), f"{tmp}/pair.png",
-                           width=args.width, height=args.height)
+                           width=args.width, height=args.height, force=True)
 
         print(f"compare view: two plans of {args.rects:,d} rectangles side by side")
         print(f"  set_views (two charts + scale){median_ms(set_views, 3):9.1f} ms")
