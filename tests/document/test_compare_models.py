@@ -60,3 +60,22 @@ def test_measured_models_compare_with_their_kernel_temporaries(tmp_path):
     assert note == ""
     assert ra.temporaries_ops  # unet's im2col buffers are in its side
     assert rp.arena_bytes > 100 * 2**20 > lp.arena_bytes  # 124.8 MiB against 6.3 MiB
+
+
+@pytest.mark.shared
+def test_storage_whatif_draws_the_estimated_kernel_temporaries_check_counts(tmp_path):
+    # Issue 9: a float16 what-if keeps unet_256's im2col buffers (rescaled), in the chart too.
+    from viewer.whatif.edits import WhatIfEdits
+
+    d = Document(measure=True)
+    d.runner = SyncRunner(d)
+    d.open(str(shared_model("unet_256.tflite")))
+    d.set_panel_edits(WhatIfEdits(activation_dtype="float16"))
+    resp = d.response
+    assert resp.request.edits.activation_dtype == "float16"
+    assert resp.temporaries_shown and resp.temporaries_estimated
+    assert resp.analysis.temporaries_ops  # the chart draws them
+    assert resp.plans["litert"].arena_bytes == resp.footprint.arena_bytes == 65_404_928
+    (_, lp, _), (_, rp, label), note = d.compare_sides()
+    assert label == "what-if: activations float16" and "kernel temporaries are estimated" in note
+    assert lp.arena_bytes > rp.arena_bytes > 60 * 2**20  # 124.8 MiB -> 62.4 MiB, not 12.4 MiB

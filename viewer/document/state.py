@@ -506,6 +506,9 @@ class Document:
         what = edits_label(resp.request.edits)
         label = (f"what-if: {what}" if what
                  else ("reordered" if resp.reorder is not None else f"shown: {name}"))
+        if resp.temporaries_estimated and with_t:
+            note = ("the what-if's kernel temporaries are estimated (the runtime cannot store "
+                    "tensors in another dtype)")
         return (base.analysis, left, f"baseline: {name}"), (resp.analysis, right, label), note
 
     def _model_sides(self, resp: AnalysisResponse, other: AnalysisResponse):

@@ -106,6 +106,10 @@ class AnalysisRequest:
 View = tuple
 
 
+#: How a response's ``measure_note`` starts when its kernel temporaries are estimates.
+ESTIMATED_NOTE = "kernel temporaries estimated"
+
+
 @dataclass(frozen=True)
 class AnalysisResponse:
     """The result of one :class:`AnalysisRequest`, applied on the GUI thread.
@@ -158,6 +162,11 @@ class AnalysisResponse:
     #: The :class:`viewer.whatif.footprint.Footprint` ``check`` counts (litert), for the budget
     #: verdict; None while shapes are only our estimate (the runtime confirms next).
     footprint: Any = None
+
+    @property
+    def temporaries_estimated(self) -> bool:
+        """The kernel temporaries shown are estimates (a storage what-if the runtime cannot run)."""
+        return self.temporaries_shown and self.measure_note.startswith(ESTIMATED_NOTE)
 
     @property
     def has_temporaries(self) -> bool:
@@ -349,6 +358,19 @@ def compute(
             prepared = prepare(model, request.subgraph, edits)
         analysis = prepared.analysis
     check()
+    fp = None
+    if (edited and request.measure and request.shape_source != "inferred"
+            and (edits.activation_dtype or edits.tensor_dtypes)):
+        # The runtime cannot store tensors in another dtype; the footprint ``check`` counts
+        # keeps its kernel temporaries as estimates (measured at the file's types, rescaled), and
+        # the chart draws the same arena rather than one that leaves them out.
+        fp = _footprint(model, request, edits, report)
+        if fp is not None and fp.analysis.temporaries_ops:
+            tensor_analysis, analysis = analysis, fp.analysis
+            measure_note = (f"{ESTIMATED_NOTE}: the runtime cannot store tensors in "
+                            "another dtype, so they were measured at the file's types and "
+                            "rescaled (im2col with its input's element size)")
+    check()
 
     names = list(request.planners) if request.planners is not None else default_planner_names()
     with_temps = tensor_analysis is not None and bool(analysis.temporaries_ops)
@@ -373,16 +395,8 @@ def compute(
                 v[1][MEASURED] = measured
         except ViewerError as e:
             measure_note = f"measured, but the runtime's offsets cannot be drawn: {e}"
-    fp = None
-    if request.shape_source != "inferred":
-        from viewer.whatif.footprint import footprint
-
-        report(0.97, "counting the footprint (as check does)")
-        try:
-            fp = footprint(model, request.subgraph, edits if edited else None, planner="litert",
-                           measure=bool(request.measure), detail=False)
-        except ViewerError:
-            fp = None
+    if fp is None and request.shape_source != "inferred":
+        fp = _footprint(model, request, edits if edited else None, report)
     report(1.0, "done")
     return AnalysisResponse(
         request, model, analysis, plans, view[2], probe, measure_note,
@@ -390,6 +404,18 @@ def compute(
         tensor_view=tensor_view, temporaries_view=temporaries_view,
         temporaries_shown=temporaries_view is not None, footprint=fp,
     )
+
+
+def _footprint(model, request: AnalysisRequest, edits, report):
+    """The footprint ``check`` counts (litert), or None when it cannot be computed."""
+    from viewer.whatif.footprint import footprint
+
+    report(0.97, "counting the footprint (as check does)")
+    try:
+        return footprint(model, request.subgraph, edits, planner="litert",
+                         measure=bool(request.measure), detail=False)
+    except ViewerError:
+        return None
 
 
 def _analyze(subgraph, model, temporaries=()):

@@ -329,6 +329,8 @@ class MainWindow(QMainWindow):
             return
         plan = resp.plans[planner]
         name = titled_model_name(os.path.basename(resp.model.path), resp.request.edits)
+        if resp.temporaries_estimated:
+            name += " (kernel temporaries estimated)"
         tiled = self.tiling.view
         if tiled is not None:  # the tiling what-if: one patch, the cut buffers, then the tail
             g = tiled.plan.grid
