@@ -88,3 +88,21 @@ def test_check_tile_bad_spec_is_one_line(capsys):
     path = shared_model("mobilenet_v2_224_int8.tflite")
     assert main(["check", str(path), "--budget", "1MiB", "--no-measure", "--tile", "4x4@x"]) == 2
     assert "--tile 4x4@x" in capsys.readouterr().err
+
+
+def test_tile_output_refuses_to_replace_files_without_force(tmp_path, capsys):
+    # A new user's report: `tile -o DIR` replaced an existing tiling.json without a word.
+    from conftest import shared_model
+    from viewer.cli import main
+
+    model = str(shared_model("mobilenet_v2_224_int8.tflite"))
+    out = tmp_path / "d"
+    out.mkdir()
+    (out / "tiling.json").write_text("precious")
+    argv = ["tile", model, "--grid", "2x2", "--split-after", "12", "-o", str(out), "--no-measure"]
+    assert main(argv) == 2
+    err = capsys.readouterr().err
+    assert "already exists" in err and "--force" in err and len(err.strip().splitlines()) == 1
+    assert (out / "tiling.json").read_text() == "precious"
+    assert main(argv + ["--force"]) == 0
+    assert (out / "tiling.json").read_text() != "precious"

@@ -32,3 +32,26 @@ def test_switching_runtime_replans_subgraph_0_without_measuring():
     assert "LiteRT arena" in doc.response.measure_note
     doc.set_runtime("litert")
     assert "tflm_greedy" not in doc.response.plans
+
+
+@pytest.mark.skipif(not tflm_available(), reason="tflite-micro not installed")
+def test_the_window_budget_under_tflm_counts_tensor_arena_size_like_check(capsys):
+    # A new user's report: 80 KiB "fits" in the window (head 55,296 B alone) while check said no.
+    from viewer.cli import main
+    from viewer.ui.side_panel import budget_report
+    from viewer.whatif.budget import BudgetSettings
+
+    path = str(shared_model("tfmicro_person_detect_int8.tflite"))
+    doc = Document(measure=True, runtime="tflm")
+    SyncRunner(doc)
+    doc.open(path)
+    r = doc.response
+    for limit, weights in ((80 * 1024, "mapped"), (290 * 1024, "copied")):
+        rep = budget_report(BudgetSettings(limit, 0, weights), r, r.best)
+        args = ["check", path, "--runtime", "tflm", "--budget", f"{limit}B"]
+        rc = main(args + (["--weights", "copied"] if weights == "copied" else []))
+        out = capsys.readouterr().out
+        assert rc == 1 and "DOES NOT FIT" in out, out
+        assert not rep.fits, rep  # the same verdict as check
+    rep = budget_report(BudgetSettings(90 * 1024, 0, "mapped"), r, r.best)
+    assert rep.fits  # 85,280 B tensor_arena_size fits 92,160 B

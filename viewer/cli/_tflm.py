@@ -80,6 +80,8 @@ def run_check(args) -> int:
         fits = False
         verdict = ("DOES NOT FIT (the planned head alone is over)" if lower > limit
                    else "NOT VERIFIED (scratch and persistent not measured)")
+    # Exit codes as for LiteRT: 0 fits, 1 does not fit, 3 cannot tell (not measured).
+    code = 0 if fits else (1 if used is not None or lower > limit else 3)
     terms = arena_terms(fp)
     report = {
         "model": str(args.model), "runtime": "tflm", "planner": fp.planner, "fits": fits,
@@ -104,7 +106,7 @@ def run_check(args) -> int:
     if args.json:
         json.dump(report, sys.stdout, indent=1)
         sys.stdout.write("\n")
-        return 0 if fits else 1
+        return code
     out = print
     out(f"{args.model}: {verdict} in {_b(limit)} with TensorFlow Lite Micro (head planned by {fp.planner})")
     for note in report["notes"]:
@@ -128,7 +130,7 @@ def run_check(args) -> int:
     else:
         out("tensor_arena_size: not known without TFLM's measurement (pip install 'arena-viewer[tflm]'"
             " and a model TFLM loads)")
-    return 0 if fits else 1
+    return code
 
 
 # --- measure ----------------------------------------------------------------------------------

@@ -107,6 +107,15 @@ def _counted_label(fp) -> str:
     return f"{t.source}: {t.method}"
 
 
+def _other_signatures(model, args) -> str:
+    """The signatures (``"KEY -> subgraph N"``, comma-separated) that run another subgraph than
+    the one checked, when no ``--signature`` chose one; "" otherwise."""
+    if getattr(args, "signature", None) is not None:
+        return ""
+    return ", ".join(f"{s.key} -> subgraph {s.subgraph_index}" for s in model.signatures
+                     if s.subgraph_index != args.subgraph)
+
+
 def run(args: argparse.Namespace) -> int:
     if is_tflm(args):
         return run_tflm_check(args)
@@ -130,6 +139,11 @@ def run(args: argparse.Namespace) -> int:
         src = SOURCE_MEASURED if "measured by LiteRT" in counted else SOURCE_ESTIMATED
         terms[0] = Term("tensor arena", int(tiled), src, counted)
     unknowns = list(fp.unknowns)
+    others = _other_signatures(model, args)
+    if others:  # each signature's runner allocates its own arena: one checked is not all checked
+        unknowns.append(f"the model has other signatures ({others}) that this check did not count, "
+                        "each with its own arena: check each with --signature KEY")
+        fp = dataclasses.replace(fp, unknowns=tuple(unknowns))
     if args._tile is not None:  # the tiled term carries its own temporaries (measured or estimated)
         unknowns = [u for u in unknowns if not u.startswith("kernel temporaries")]
         fp = dataclasses.replace(fp, unknowns=tuple(unknowns))

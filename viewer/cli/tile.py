@@ -43,8 +43,30 @@ def add_parser(sub) -> None:
                    help="write patch.tflite, tail.tflite and tiling.json into DIR and verify them with LiteRT")
     p.add_argument("--no-measure", dest="measure", action="store_false",
                    help="with -o: write only, do not run LiteRT on the written models")
+    p.add_argument("--force", action="store_true",
+                   help="with -o: replace patch.tflite, tail.tflite and tiling.json if DIR has them")
     p.add_argument("--json", action="store_true", help="print one JSON object")
     p.set_defaults(run=run)
+
+
+def _check_output_dir(args: argparse.Namespace) -> None:
+    """Refuse, before any work, to replace files in ``-o DIR`` without ``--force`` (as every
+    other writer does), to write into a non-folder, or over the input model."""
+    import os
+
+    from viewer.export.paths import FORCE_HINT, check_output_path
+    from viewer.whatif.tiling.write import PATCH_FILE, SPEC_FILE, TAIL_FILE
+
+    if args.output is None:
+        return
+    if os.path.exists(args.output) and not os.path.isdir(args.output):
+        raise UsageError(f"{args.output}: -o takes a folder (it gets {PATCH_FILE}, {TAIL_FILE}, {SPEC_FILE})")
+    for name in (PATCH_FILE, TAIL_FILE, SPEC_FILE):
+        target = os.path.join(args.output, name)
+        if os.path.isdir(args.output):
+            check_output_path(target, args.model, what="tiled model", force=True)
+        if os.path.lexists(target) and not args.force:
+            raise UsageError(f"{target}: already exists; {FORCE_HINT}")
 
 
 def run(args: argparse.Namespace) -> int:
@@ -52,6 +74,7 @@ def run(args: argparse.Namespace) -> int:
 
     if args.whole_input is not None:
         return _whole(args)
+    _check_output_dir(args)
     grid = None if args.grid == "auto" else parse_grid(args.grid)
     split = None
     if args.split_after != "auto":

@@ -58,5 +58,5 @@ def compute_tflm(request, model, report, is_cancelled, t0: float):
     return AnalysisResponse(
         request, model, fp.analysis, plans, best, None, measure_note,
         notes + tuple(fp.notes), False, time.perf_counter() - t0,
-        tensor_view=view, temporaries_view=None, temporaries_shown=False,
+        tensor_view=view, temporaries_view=None, temporaries_shown=False, footprint=fp,
     )

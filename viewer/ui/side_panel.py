@@ -574,6 +574,8 @@ def budget_report(settings, resp: AnalysisResponse, name: str):
     elif a.subgraph.inputs and a.subgraph.tensors[a.subgraph.inputs[0]].shape:
         batch = max(1, a.subgraph.tensors[a.subgraph.inputs[0]].shape[0])
     fp = getattr(resp, "footprint", None)
+    if fp is not None and settings.limit_bytes is not None and hasattr(fp, "tensor_arena_size_bytes"):
+        return _tflm_budget_report(settings, resp, fp, batch)
     if fp is not None and settings.limit_bytes is not None:
         # The footprint check counts (viewer.whatif.footprint): the runtime's arena with its
         # kernel temporaries (estimated under a storage what-if), whatever plan is drawn.
@@ -595,6 +597,29 @@ def budget_report(settings, resp: AnalysisResponse, name: str):
         arena_bytes=resp.plans[name].arena_bytes, weights_bytes=resp.model.weights_bytes,
         batch=batch, binding_op=a.widest_op,
         binding_op_name=a.op_name(a.widest_op) if a.widest_op >= 0 else "")
+
+
+def _tflm_budget_report(settings, resp: AnalysisResponse, fp, batch: int):
+    """The budget under TFLite Micro: the ``tensor_arena_size`` ``check --runtime tflm`` prints
+    (head + tail + margins, measured by TFLM's recording allocator), never the head alone; without
+    a measured tail, "cannot tell" (never fits)."""
+    import dataclasses
+
+    from viewer.whatif.budget import budget_report as report
+
+    a = resp.analysis
+    size = fp.tensor_arena_size_bytes
+    arena = size if size is not None else fp.head_bytes
+    label = ("tensor_arena_size (TFLM head + tail + margins, measured)" if size is not None
+             else "TFLM head only (scratch and persistent tail not measured)")
+    rep = report(settings.limit_bytes, arena_bytes=arena, weights_bytes=resp.model.weights_bytes,
+                 runtime_bytes=settings.runtime_bytes, batch=batch, weights_mode=settings.weights_mode,
+                 binding_op=a.widest_op, binding_op_name=a.op_name(a.widest_op) if a.widest_op >= 0 else "",
+                 arena_label=label)
+    if size is None and rep.fits:
+        rep = dataclasses.replace(rep, fits=False, message="cannot tell: TFLM's scratch and "
+                                  "persistent tail are not measured (the head alone is shown)")
+    return rep
 
 
 __all__ = ["SidePanel", "MEASURED", "budget_report"]
