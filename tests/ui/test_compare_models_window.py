@@ -71,3 +71,13 @@ def test_the_shortcut_opens_a_second_model_beside_the_first(window, qtbot, monke
     assert not window.close_compare_model_action.isEnabled()
     assert cv.sides()[0][2].startswith("baseline:")
     assert "other:" not in cv.right.chart_plot().title.text()
+
+
+def test_f1_lists_every_shortcut_the_window_has(window):
+    from PySide6.QtGui import QAction
+
+    from viewer.ui.dialogs import SHORTCUTS
+
+    listed = {k.strip() for keys, _ in SHORTCUTS for k in keys.split(" / ")}
+    used = {a.shortcut().toString() for a in window.findChildren(QAction) if not a.shortcut().isEmpty()}
+    assert used - {"Ctrl+Q"} <= listed, f"not in the F1 list: {sorted(used - listed)}"

@@ -78,10 +78,13 @@ SHORTCUTS = (
     ("Ctrl+0", "Reset the chart's zoom"),
     ("Ctrl+K", "Colour by tensor kind / producer op"),
     ("Ctrl+T", "Include kernel temporaries (when measured)"),
+    ("Ctrl+B", "Compare with the baseline (the model as stored) or the other model"),
+    ("Ctrl+Shift+M", "Compare with another model"),
     ("Ctrl+Shift+O", "Optimize: the exact planner, proven optimal or within X % of its bound"),
     ("Ctrl+Shift+R", "Reorder operators to lower the peak"),
     ("Esc", "Clear the selection; cancel planning, optimize or reorder"),
     ("Ctrl+Q", "Quit"),
+    ("F1", "These keyboard shortcuts"),
 )
 
 
