@@ -50,7 +50,7 @@ def parse_size(text: str) -> int:
     viewer.errors.UsageError
         For anything else.
     """
-    m = re.fullmatch(r"\s*([0-9]*\.?[0-9]+(?:[eE][+-]?[0-9]+)?)\s*([A-Za-z]*)\s*", str(text))
+    m = re.fullmatch(r"\s*(-?[0-9]*\.?[0-9]+(?:[eE][+-]?[0-9]+)?)\s*([A-Za-z]*)\s*", str(text))
     if not m or m.group(2).lower() not in _UNITS:
         raise UsageError(
             f"cannot read size {text!r}: use a number with an optional unit, e.g. 4MiB, 512KB, 1.5GiB"

@@ -63,3 +63,18 @@ def test_fixed_size_error_suggests_rescale_fixed_sizes(capsys):
     assert "cannot take the new input shape" in err and "add --rescale-fixed-sizes" in err, err
     code, out, _ = run_cli(capsys, "plan", model, "--input-shape", "1x256x256x3", "--rescale-fixed-sizes")
     assert code == 0 and "fixed global pooling window [4, 4] rescaled to [8, 8]" in out
+
+
+def test_negative_budget_and_the_same_model_twice_are_one_clear_line(tmp_path, capsys):
+    # From the new-user walk-through: argparse said "expected one argument" for --budget -4MB,
+    # and `compare A A` printed "A < A".
+    from tests.tflite_builder import add_chain, write
+    from viewer.cli import main
+
+    m = str(write(tmp_path, "chain.tflite", add_chain(2)))
+    assert main(["check", m, "--budget", "-4MB"]) == 2
+    err = capsys.readouterr().err
+    assert "'-4MB' is negative" in err and len(err.strip().splitlines()) == 1
+    assert main(["compare", m, m, "--no-measure"]) == 2
+    err = capsys.readouterr().err
+    assert "given twice" in err and len(err.strip().splitlines()) == 1

@@ -76,6 +76,27 @@ def _unknown_command(word: str) -> bool:
     return not word.lower().endswith(".tflite") and not os.path.exists(word) and os.sep not in word
 
 
+#: Size options whose value may be written negative by mistake (``--budget -4MB``): argparse
+#: would take ``-4MB`` for an option and say only "expected one argument".
+_SIZE_OPTIONS = ("--budget", "--runtime-overhead")
+
+
+def _negative_sizes_attached(argv: list[str]) -> list[str]:
+    """``["--budget", "-4MB"]`` -> ``["--budget=-4MB"]``, so the size parser can say what is
+    wrong with the value (negative) in its own words."""
+    out, i = [], 0
+    while i < len(argv):
+        tok = argv[i]
+        if (tok in _SIZE_OPTIONS and i + 1 < len(argv) and argv[i + 1][:1] == "-"
+                and argv[i + 1][1:2].isdigit()):
+            out.append(f"{tok}={argv[i + 1]}")
+            i += 2
+            continue
+        out.append(tok)
+        i += 1
+    return out
+
+
 def main(argv: list[str] | None = None) -> int:
     """Run the command line.
 
@@ -86,7 +107,7 @@ def main(argv: list[str] | None = None) -> int:
         line on stderr naming the file and what is wrong); 3 when ``check`` cannot tell (one
         line names what is unknown); 70 (EX_SOFTWARE) on an internal error (a bug).
     """
-    argv = list(sys.argv[1:] if argv is None else argv)
+    argv = _negative_sizes_attached(list(sys.argv[1:] if argv is None else argv))
     # `arena-viewer`, `arena-viewer MODEL` and `arena-viewer --no-measure MODEL` (any gui flag
     # without the word `gui`) open the window.
     if argv and _unknown_command(argv[0]):

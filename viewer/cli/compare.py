@@ -39,6 +39,14 @@ def run(args: argparse.Namespace) -> int:
 
     if len(args.models) < 2:
         raise UsageError("compare needs at least two models")
+    import os
+
+    seen: dict[str, str] = {}
+    for path in args.models:
+        key = os.path.realpath(path)
+        if key in seen:
+            raise UsageError(f"{path}: given twice (as {seen[key]}); compare different models")
+        seen[key] = path
     edits = edits_from_args(args)
     rows = []
     for i, path in enumerate(args.models, 1):
