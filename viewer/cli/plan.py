@@ -90,7 +90,8 @@ def run(args: argparse.Namespace) -> int:
         notes.append("kernel temporaries (im2col, scratch) are not included: the runtime's arena "
                      "can be larger; add --measure to run LiteRT and include them")
     report = build_report(prep.model, args.subgraph, a, plans, best, notes=tuple(notes),
-                          edits=_edits_dict(edits), with_offsets=args.json)
+                          edits=_edits_dict(edits), with_offsets=args.json,
+                          with_tables=args.json)
     report.update(extra)
     report["aligned_lower_bound_bytes"] = problem.aligned_lower_bound(DEFAULT_ALIGNMENT)
     report["signatures"] = [{"key": sg.key, "subgraph": sg.subgraph_index}
@@ -178,7 +179,7 @@ def _print_table(r: dict, a, top: int) -> None:
     out = sys.stdout.write
     lb = r["lower_bound_bytes"]
     out(f"{r['model']}  subgraph {r['subgraph']}  ({r['num_operators']} operators, "
-        f"{len(r['tensors'])} arena tensors)\n")
+        f"{r['num_arena_tensors']} arena tensors)\n")
     if r.get("signatures"):
         out("signatures: " + ", ".join(f"{x['key']} (subgraph {x['subgraph']})"
                                         for x in r["signatures"]) + "\n")
