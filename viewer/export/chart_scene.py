@@ -158,6 +158,17 @@ def _gap_text(data: ChartData) -> str:
 
 
 
+def _gap_label(data: ChartData) -> str:
+    """The arena label's tail: its gap over the lower bound. An arena below the number it is
+    measured against means that number is no bound for this plan: said so, never "+-"."""
+    if data.arena_bytes == data.lower_bound:
+        return " = lower bound"
+    if data.arena_bytes < data.lower_bound:
+        return (f": {format_bytes(data.lower_bound - data.arena_bytes)} below "
+                f"{format_bytes(data.lower_bound)}, which is therefore no lower bound for this plan")
+    return f": +{_gap_text(data)} over the lower bound {format_bytes(data.lower_bound)}"
+
+
 def build_chart(data: ChartData, layout: pg.GraphicsLayout, *, legend_cols: int = 1,
                 legend: str = "right", title_pt: float = 13.0,
                 temporaries_line: bool = False) -> ChartPlot:
@@ -305,9 +316,7 @@ def build_chart(data: ChartData, layout: pg.GraphicsLayout, *, legend_cols: int 
     right_side = frac <= 0.5
     arena_line = pg.InfiniteLine(
         pos=data.arena_bytes / ys, angle=0, movable=False, pen=_pen(THEME["arena"], 1.5),
-        label=f"arena {format_bytes(data.arena_bytes)} ({data.planner})"
-        + (" = lower bound" if same else
-           f": +{_gap_text(data)} over the lower bound {format_bytes(data.lower_bound)}"),
+        label=f"arena {format_bytes(data.arena_bytes)} ({data.planner})" + _gap_label(data),
         labelOpts={"position": 0.98 if right_side else 0.02, "color": THEME["arena"],
                    "anchors": [(1, 1) if right_side else (0, 1)] * 2,
                    "fill": pg.mkBrush(255, 255, 255, 210)},

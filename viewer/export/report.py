@@ -36,7 +36,7 @@ def gap_bound(analysis: Analysis, alignment: int, _cache: dict | None = None) ->
     if _cache is not None and key in _cache:
         return _cache[key]
     lb = int(analysis.lower_bound_bytes)
-    if alignment > 1 and analysis.usages:
+    if alignment > 1 and analysis.usages and not getattr(analysis, "bound_is_final", False):
         lb = max(lb, int(analysis.problem().aligned_lower_bound(int(alignment))))
     if _cache is not None:
         _cache[key] = lb

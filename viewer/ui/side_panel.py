@@ -173,8 +173,8 @@ class SidePanel(QScrollArea):
         lay.addWidget(self.reorder_box)
 
         # Measured
-        box, self.measured_label = _text_box("Measured (LiteRT runtime)")
-        lay.addWidget(box)
+        self.measured_box, self.measured_label = _text_box("Measured (LiteRT runtime)")
+        lay.addWidget(self.measured_box)
 
         # Device budget and what-if change
         self.budget_box, self.budget_label = _text_box("Budget and what-if")
@@ -300,7 +300,8 @@ class SidePanel(QScrollArea):
             f"{len(sg.operators)} operators, {len(sg.tensors)} tensors, "
             f"{len(a.usages)} arena tensors"
             + (f" ({n_alias} in-place)" if (n_alias := sum(u.alias_of is not None for u in a.usages)) else ""))
-        self.weights_label.setText(f"{_b(m.weights_bytes)}\nfile-backed, reclaimable")
+        self.weights_label.setText(f"{_b(m.weights_bytes)}\n" + (
+            "in flash (TFLite Micro)" if resp.request.runtime == "tflm" else "file-backed, reclaimable"))
         self.naive_label.setText(_b(a.naive_bytes))
         self.lower_label.setText(lower_bound_text(resp))
         self._fill_planner_table()
@@ -379,6 +380,8 @@ class SidePanel(QScrollArea):
 
     def _fill_measured(self) -> None:
         resp = self._resp
+        tflm = getattr(resp.request, "runtime", "litert") == "tflm"
+        self.measured_box.setTitle("Measured (TFLite Micro runtime)" if tflm else "Measured (LiteRT runtime)")
         probe = resp.probe
         if probe is not None and getattr(probe, "ok", False):
             arena = int(getattr(probe, "arena_bytes", 0) or 0)
