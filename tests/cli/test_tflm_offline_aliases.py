@@ -8,8 +8,6 @@ oracle is TFLM's recording allocator, on a chain whose offline plan puts every t
 from __future__ import annotations
 
 import json
-from types import SimpleNamespace
-
 import pytest
 
 from conftest import shared_model
@@ -61,12 +59,12 @@ def test_vela_check_and_export_agree_with_plan(capsys, tmp_path):
     assert "arena 72.7 KiB (74,464 B), lower bound 72.7 KiB" in out
 
 
-def test_chart_label_never_says_plus_minus():
-    from viewer.export.chart_scene import _gap_label
+def test_gap_text_never_says_plus_minus():
+    from viewer.export.report import gap_text
 
-    below = _gap_label(SimpleNamespace(arena_bytes=74464, lower_bound=158160))
-    assert "+-" not in below and "no lower bound" in below
-    assert _gap_label(SimpleNamespace(arena_bytes=5, lower_bound=5)) == " = lower bound"
+    below = gap_text(74464, 158160, 158160, 16)
+    assert "+-" not in below and "-" not in below.split("B")[0] and "no lower bound" in below
+    assert gap_text(80, 64, 64, 16).startswith("+16 B")
 
 
 @needs_tflm

@@ -152,21 +152,10 @@ def _style_axis(axis: pg.AxisItem, label: str) -> None:
 
 
 def _gap_text(data: ChartData) -> str:
-    gap = data.arena_bytes - data.lower_bound
-    pct = 100.0 * gap / max(data.lower_bound, 1)
-    return f"{format_bytes(gap)} ({pct:.2f}%)" if pct < 0.1 else f"{format_bytes(gap)} ({pct:.1f}%)"
+    """The arena's gap, worded as every view words it (:func:`viewer.export.report.gap_text`)."""
+    from viewer.export.report import gap_text
 
-
-
-def _gap_label(data: ChartData) -> str:
-    """The arena label's tail: its gap over the lower bound. An arena below the number it is
-    measured against means that number is no bound for this plan: said so, never "+-"."""
-    if data.arena_bytes == data.lower_bound:
-        return " = lower bound"
-    if data.arena_bytes < data.lower_bound:
-        return (f": {format_bytes(data.lower_bound - data.arena_bytes)} below "
-                f"{format_bytes(data.lower_bound)}, which is therefore no lower bound for this plan")
-    return f": +{_gap_text(data)} over the lower bound {format_bytes(data.lower_bound)}"
+    return gap_text(data.arena_bytes, data.lower_bound, data.gap_bound, data.alignment)
 
 
 def build_chart(data: ChartData, layout: pg.GraphicsLayout, *, legend_cols: int = 1,
@@ -316,7 +305,8 @@ def build_chart(data: ChartData, layout: pg.GraphicsLayout, *, legend_cols: int 
     right_side = frac <= 0.5
     arena_line = pg.InfiniteLine(
         pos=data.arena_bytes / ys, angle=0, movable=False, pen=_pen(THEME["arena"], 1.5),
-        label=f"arena {format_bytes(data.arena_bytes)} ({data.planner})" + _gap_label(data),
+        label=f"arena {format_bytes(data.arena_bytes)} ({data.planner})"
+        + (" = lower bound" if same else f": {_gap_text(data)}"),
         labelOpts={"position": 0.98 if right_side else 0.02, "color": THEME["arena"],
                    "anchors": [(1, 1) if right_side else (0, 1)] * 2,
                    "fill": pg.mkBrush(255, 255, 255, 210)},
