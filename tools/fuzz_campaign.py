@@ -165,8 +165,12 @@ class Campaign:
 
 
 def _commit() -> str:
-    """The checkout's commit (and "+dirty" when its tracked files differ), or "unknown"."""
+    """The checkout's commit (and "+dirty" when its tracked files differ), or "unknown"
+    ($ARENA_FUZZ_COMMIT when set: a snapshot made with ``git archive`` has no .git)."""
     import subprocess
+
+    if os.environ.get("ARENA_FUZZ_COMMIT"):
+        return os.environ["ARENA_FUZZ_COMMIT"]
 
     try:
         head = subprocess.run(["git", "-C", str(ROOT), "rev-parse", "HEAD"], capture_output=True,
