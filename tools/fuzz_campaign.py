@@ -253,8 +253,8 @@ def run(args) -> int:
                                 daemon=True) for w in range(args.workers)]
     import signal
 
-    for sig in (signal.SIGTERM, signal.SIGINT):
-        signal.signal(sig, lambda *_: _STOP.set())
+    _STOP.clear()
+    old = {sig: signal.signal(sig, lambda *_: _STOP.set()) for sig in (signal.SIGTERM, signal.SIGINT)}
     for th in threads:
         th.start()
     try:
@@ -263,6 +263,8 @@ def run(args) -> int:
                 th.join(0.5)
     finally:
         camp.close()
+        for sig, handler in old.items():
+            signal.signal(sig, handler)
     dt = time.monotonic() - t0
     ran = len(camp.done) - before
     print(f"this run: {ran:,d} mutants in {dt:.0f} s ({ran / max(dt, 1e-9):.1f} per s), "
