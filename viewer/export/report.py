@@ -36,7 +36,7 @@ def gap_bound(analysis: Analysis, alignment: int, _cache: dict | None = None) ->
     if _cache is not None and key in _cache:
         return _cache[key]
     lb = int(analysis.lower_bound_bytes)
-    if alignment > 1 and analysis.usages:
+    if alignment > 1 and analysis.usages and not getattr(analysis, "bound_is_final", False):
         lb = max(lb, int(analysis.problem().aligned_lower_bound(int(alignment))))
     if _cache is not None:
         _cache[key] = lb
@@ -54,7 +54,10 @@ def gap_text(arena_bytes: int, lower_bound_bytes: int, bound_bytes: int, alignme
     bound = max(int(bound_bytes), int(lower_bound_bytes))
     gap = int(arena_bytes) - bound
     pct = gap_pct(arena_bytes, bound)
-    sign = "+" if gap >= 0 else "-"
+    if gap < 0:  # then that number is no bound for this plan: never "+-" or "-x over"
+        return (f"{format_bytes(-gap)} below {format_bytes(bound)}, which is therefore no lower "
+                "bound for this plan")
+    sign = "+"
     digits = 2 if 0 < abs(pct) < 0.1 else 1
     figure = f"{sign}{format_bytes(abs(gap))} ({pct:.{digits}f}%)"
     if bound > lower_bound_bytes:

@@ -17,6 +17,12 @@ def verify_plan(problem: PlanningProblem, plan: Plan) -> None:
     indices) and bytes; ``plan.arena_bytes`` equals max(offset + size); no offset or arena
     beyond 2^62 B (so int64 sums cannot wrap; sizes are capped at 2^53 B upstream).
 
+    One exception, TFLM's: two buffers the model plans offline (``problem.offline``, an
+    ``OfflineMemoryAllocation`` entry) may overlap when the plan keeps both at the model's
+    offsets. That is the model's own plan, which TFLM takes as given
+    (``GreedyMemoryPlanner::AddBuffer`` with an offline offset; Vela aliases ``scratch`` and
+    ``scratch_fast`` on purpose). Every other buffer must still avoid them.
+
     Raises
     ------
     viewer.errors.PlanningError
@@ -53,7 +59,37 @@ def verify_plan(problem: PlanningProblem, plan: Plan) -> None:
         raise PlanningError(
             f"{plan.planner}: arena_bytes {plan.arena_bytes} but buffers end at {span}"
         )
-    _check_no_overlap(plan.planner, ids, first, last, off, end, size)
+    kept = _kept_offline(problem, plan, ids)
+    if kept is None:
+        _check_no_overlap(plan.planner, ids, first, last, off, end, size)
+        return
+    free = ~kept
+    _check_no_overlap(plan.planner, ids[free], first[free], last[free], off[free], end[free], size[free])
+    _check_against_fixed(plan.planner, ids, first, last, off, end, size, kept)
+
+
+def _kept_offline(problem: PlanningProblem, plan: Plan, ids: np.ndarray) -> np.ndarray | None:
+    """Mask of the buffers placed at the model's own offline offsets; None when fewer than two."""
+    offline = getattr(problem, "offline", None) or {}
+    if len(offline) < 2:
+        return None
+    kept = np.fromiter((int(i) in offline and plan.offsets[int(i)] == offline[int(i)] for i in ids.tolist()),
+                       dtype=bool, count=len(ids))
+    return kept if int(kept.sum()) >= 2 else None
+
+
+def _check_against_fixed(name, ids, first, last, off, end, size, kept) -> None:
+    """Every buffer not at an offline offset against every one that is (numpy, per buffer)."""
+    k = np.nonzero(kept & (size > 0))[0]
+    for i in np.nonzero(~kept & (size > 0))[0].tolist():
+        hit = k[(first[k] <= last[i]) & (last[k] >= first[i]) & (off[k] < end[i]) & (end[k] > off[i])]
+        if hit.size:
+            j = int(hit[0])
+            raise PlanningError(
+                f"{name}: buffer {int(ids[i])} at [{int(off[i])}, {int(end[i])}) overlaps buffer "
+                f"{int(ids[j])} at [{int(off[j])}, {int(end[j])}) (planned offline), both live at "
+                f"operator {int(max(first[i], first[j]))}"
+            )
 
 
 def _check_no_overlap(name, ids, first, last, off, end, size) -> None:
