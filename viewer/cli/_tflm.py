@@ -224,7 +224,7 @@ def run_plan(args) -> int:
         from viewer.planning.csv_io import write_problem_csv
 
         write_problem_csv(fp.problem, args.export_csv, plan=plans.get(best) if best else None)
-    report = build_report(fp.model, 0, fp.analysis, plans, best, notes=tuple(notes))
+    report = build_report(fp.model, 0, fp.analysis, plans, best, notes=tuple(notes), alignment=16)
     summary, diffs = compare_runtimes(fp)
     summary["tensor_arena_size_bytes"] = fp.tensor_arena_size_bytes
     report["runtime"] = "tflm"

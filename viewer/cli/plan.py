@@ -12,7 +12,6 @@ from viewer.analysis.types import KIND_TEMPORARY
 from viewer.errors import UsageError, ViewerError
 from viewer.export.paths import check_output_path
 from viewer.export.report import build_report
-from viewer.planning.types import DEFAULT_ALIGNMENT
 from viewer.planning.run import best_plan_name, run_planners
 from viewer.units import format_bytes
 from viewer.whatif.pipeline import prepare
@@ -84,8 +83,6 @@ def run(args: argparse.Namespace) -> int:
 
         write_problem_csv(problem, args.export_csv, plans.get(best) if best else None, None,
                           args.model, force=args.force)
-    fp_notes, extra = _beyond_the_arena(prep.model, args.subgraph, a, plans, best)
-    notes.extend(fp_notes)
     shape_check = None
     if not args.measure:
         notes.append("kernel temporaries (im2col, scratch) are not included: the runtime's arena "
@@ -95,8 +92,6 @@ def run(args: argparse.Namespace) -> int:
             notes.append(_shape_note(shape_check, a.subgraph))
     report = build_report(prep.model, args.subgraph, a, plans, best, notes=tuple(notes),
                           edits=_edits_dict(edits), with_offsets=args.json)
-    report.update(extra)
-    report["aligned_lower_bound_bytes"] = problem.aligned_lower_bound(DEFAULT_ALIGNMENT)
     if shape_check is not None:
         report["stored_shapes"] = shape_check.as_dict(a.subgraph)
     # What the lower bound (and every planned arena) leaves out, said on the number.
@@ -169,31 +164,6 @@ def _measure(prep, timeout: float):
     return fp.analysis, measured, fp, notes
 
 
-def _beyond_the_arena(model, subgraph_index: int, a, plans, best):
-    """Persistent bytes and the arenas of subgraphs reached through control flow."""
-    from viewer.analysis.intervals import analyze
-    from viewer.whatif.footprint import persistent_bytes, reachable_subgraphs
-
-    persistent = persistent_bytes(a)
-    notes, others = [], []
-    name = best if best in plans else None
-    for idx, how in reachable_subgraphs(model, subgraph_index):
-        sa = analyze(model.subgraphs[idx], model=model)
-        arena = None
-        if name and name != "litert_measured":
-            arena = run_planners(sa.problem(), [name])[name].arena_bytes
-        others.append({"subgraph": idx, "reached_by": how, "lower_bound_bytes": sa.lower_bound_bytes,
-                       "arena_bytes": arena})
-    if others:
-        notes.append(f"{len(others)} more subgraph(s) run through control flow, each with its own arena "
-                     f"(see 'arena-viewer plan --subgraph N'): "
-                     + ", ".join(f"{o['subgraph']} via {o['reached_by']}" for o in others))
-    if persistent:
-        notes.append(f"{format_bytes(persistent)} of persistent tensors (computed at prepare time, "
-                     "variables) live outside the arena, in anonymous memory")
-    return notes, {"persistent_bytes": int(persistent), "subgraphs_reached": others}
-
-
 def _edits_dict(edits):
     if edits is None or edits.is_empty():
         return None
@@ -226,11 +196,17 @@ def _print_table(r: dict, a, top: int) -> None:
     out(f"  {'lower bound':<28}{_fmt(lb)}{tail}\n")
     alb = r.get("aligned_lower_bound_bytes", lb)
     if alb > lb:
-        out(f"  {'  with 64-byte alignment':<28}{_fmt(alb)}{tail}\n")
+        out(f"  {'  with ' + str(r.get('aligned_bound_alignment', 64)) + '-byte alignment':<28}{_fmt(alb)}{tail}\n")
     m = r.get("measured")
     if m:
         out(f"  {'  tensors only (no temps)':<28}{_fmt(m['tensor_lower_bound_bytes'])}\n")
-        out(f"  {'kernel temporaries':<28}{_fmt(m['temporaries_bytes'])}  ({len(m['temporaries'])} measured)\n")
+        temps = m["temporaries"]
+        big = max(temps, key=lambda t: t["bytes"], default=None)
+        largest = f", largest {format_bytes(big['bytes'])} at #{big['op']}" if big else ""
+        raise_ = lb - m["tensor_lower_bound_bytes"]
+        out(f"  {'kernel temporaries, in all':<28}{_fmt(m['temporaries_bytes'])}  "
+            f"({len(temps)} measured{largest}; they raise the lower bound by "
+            f"{format_bytes(raise_)}: live at different operators, they share bytes)\n")
     if r.get("persistent_bytes"):
         out(f"  {'persistent (outside arena)':<28}{_fmt(r['persistent_bytes'])}\n")
     for t in (r.get("footprint") or {}).get("terms", ()):
