@@ -6,7 +6,7 @@ import pytest
 from PySide6.QtCore import QSettings, Qt
 
 from tests.conftest import shared_model
-from tests.ui.test_main_window import open_and_wait
+from tests.ui.test_main_window import dialogs_seen, open_and_wait  # noqa: F401 - the fixture
 from viewer.ui.main_window import MainWindow
 
 pytestmark = pytest.mark.shared
@@ -62,3 +62,47 @@ def test_save_with_this_plan_writes_tflms_offline_entry(qtbot, window, tmp_path,
     assert {i: o for i, o in enumerate(offs) if o >= 0} == {
         u.tensor: plan.offsets[u.tensor] for u in window.response.analysis.usages}
     assert "offline plan" in window.status_label.text()
+
+
+def _switch_to_tflm(qtbot, window):
+    shown, failed = [], []
+    window.view_changed.connect(lambda: shown.append(1))
+    window.open_failed.connect(failed.append)
+    window.runtime_combo.setFocus()
+    qtbot.keyClick(window.runtime_combo, Qt.Key.Key_Down)  # LiteRT -> TFLite Micro
+    qtbot.waitUntil(lambda: bool(shown or failed), timeout=60_000)
+    return failed
+
+
+def test_vela_under_tflm_shows_its_offline_plan(qtbot, window, dialogs_seen):
+    """Vela's offline plan aliases scratch and scratch_fast: TFLM's plan, not an error."""
+    open_and_wait(qtbot, window, shared_model("tfmicro_person_detect_vela.tflite"))
+    assert _switch_to_tflm(qtbot, window) == [] and dialogs_seen == []
+    resp = window.response
+    assert window.runtime_combo.currentData() == "tflm" and resp.request.runtime == "tflm"
+    assert resp.plans["tflm_greedy"].arena_bytes == 74464 == resp.analysis.lower_bound_bytes
+    window.set_planner("tflm_greedy")
+    assert "74,464 B" in window.side.arena_label.text()
+    assert window.side.measured_box.title() == "Measured (TFLite Micro runtime)"
+    assert "TFLite Micro: head 74,464 B" in window.side.measured_label.text()
+    # weights in flash, as check --runtime tflm counts them unless --weights copied
+    assert window.whatif.weights.currentData() == "mapped"
+    assert window.whatif.weights.currentText() == "in flash (not counted)"
+    assert "in flash" in window.side.weights_label.text()
+
+
+def test_a_failed_switch_puts_the_selector_back(qtbot, window, dialogs_seen, monkeypatch):
+    from viewer.document import tflm_work
+    from viewer.errors import ViewerError
+
+    open_and_wait(qtbot, window, shared_model("tfmicro_hello_world_int8.tflite"))
+    assert window.side.measured_box.title() == "Measured (LiteRT runtime)"
+
+    def refuse(*a, **k):
+        raise ViewerError("x.tflite: TFLM planning failed")
+    monkeypatch.setattr(tflm_work, "compute_tflm", refuse)
+    assert _switch_to_tflm(qtbot, window) == ["x.tflite: TFLM planning failed"]
+    assert window.runtime_combo.currentData() == "litert" == window.document.runtime
+    assert window.response.request.runtime == "litert"
+    assert window.whatif.weights.currentData() == "copied"
+    assert dialogs_seen and "TFLM planning failed" in dialogs_seen[-1][1]

@@ -54,6 +54,7 @@ def _model_and_edits(args):
 
 def run_check(args) -> int:
     """``check --runtime tflm``: head + tail + margins = tensor_arena_size, against the budget."""
+    from viewer.analysis.tflm import kept_lower_bound
     from viewer.units import parse_size
     from viewer.whatif.tflm_footprint import arena_terms, tflm_footprint
 
@@ -79,7 +80,7 @@ def run_check(args) -> int:
     else:
         fits = False
         verdict = ("DOES NOT FIT (the planned head alone is over)" if lower > limit
-                   else "NOT VERIFIED (scratch and persistent not measured)")
+                   else "CANNOT TELL whether it fits (scratch and persistent not measured)")
     # Exit codes as for LiteRT: 0 fits, 1 does not fit, 3 cannot tell (not measured).
     code = 0 if fits else (1 if used is not None or lower > limit else 3)
     terms = arena_terms(fp)
@@ -90,7 +91,7 @@ def run_check(args) -> int:
         "prepare_extra_bytes": fp.prepare_extra_bytes, "alignment_margin_bytes": fp.margin_bytes,
         "tensor_arena_size_bytes": size, "weights_bytes": model.weights_bytes,
         "arena_bytes": fp.head_bytes, "persistent_bytes": fp.tail_bytes, "other_subgraphs_bytes": 0,
-        "lower_bound_bytes": fp.problem.lower_bound(),
+        "lower_bound_bytes": kept_lower_bound(fp.problem),
         "weights_counted": weights_mode == "copied", "runtime_bytes": overhead, "used_bytes": used,
         "headroom_bytes": None if used is None else limit - used,
         "kernels": "reference",
@@ -205,6 +206,7 @@ def plan_for(args):
 
 def run_plan(args) -> int:
     """``plan --runtime tflm``: TFLM's problem, every planner under its rules, both runtimes."""
+    from viewer.analysis.tflm import kept_lower_bound
     from viewer.cli.plan import _print_table
     from viewer.export.report import build_report
     from viewer.planning.run import best_plan_name
@@ -228,7 +230,7 @@ def run_plan(args) -> int:
     summary, diffs = compare_runtimes(fp)
     summary["tensor_arena_size_bytes"] = fp.tensor_arena_size_bytes
     report["runtime"] = "tflm"
-    report["lower_bound_bytes"] = fp.problem.lower_bound()
+    report["lower_bound_bytes"] = kept_lower_bound(fp.problem)
     report["tflm"] = {
         "head_bytes": fp.head_bytes, "tail_bytes": fp.tail_bytes,
         "total_bytes": None if fp.tail_bytes is None else fp.head_bytes + fp.tail_bytes,

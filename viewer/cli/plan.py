@@ -91,7 +91,8 @@ def run(args: argparse.Namespace) -> int:
         if shape_check is not None and not shape_check.ok:
             notes.append(_shape_note(shape_check, a.subgraph))
     report = build_report(prep.model, args.subgraph, a, plans, best, notes=tuple(notes),
-                          edits=_edits_dict(edits), with_offsets=args.json)
+                          edits=_edits_dict(edits), with_offsets=args.json,
+                          with_tables=args.json)
     if shape_check is not None:
         report["stored_shapes"] = shape_check.as_dict(a.subgraph)
     # What the lower bound (and every planned arena) leaves out, said on the number.
@@ -183,7 +184,7 @@ def _print_table(r: dict, a, top: int) -> None:
     out = sys.stdout.write
     lb = r["lower_bound_bytes"]
     out(f"{r['model']}  subgraph {r['subgraph']}  ({r['num_operators']} operators, "
-        f"{len(r['tensors'])} arena tensors)\n")
+        f"{r['num_arena_tensors']} arena tensors)\n")
     if r.get("signatures"):
         out("signatures: " + ", ".join(f"{x['key']} (subgraph {x['subgraph']})"
                                         for x in r["signatures"]) + "\n")

@@ -12,7 +12,7 @@ import numpy as np
 import pyqtgraph as pg
 from PySide6.QtCore import QEvent, QObject, QPointF, QRect, QRectF, Qt, Signal
 from PySide6.QtGui import QAction, QCursor
-from PySide6.QtWidgets import QMenu, QToolTip, QVBoxLayout, QWidget
+from PySide6.QtWidgets import QApplication, QMenu, QToolTip, QVBoxLayout, QWidget
 
 from viewer.analysis.types import Analysis
 from viewer.export.chart_data import COLOR_MODES, ChartData, build_chart_data
@@ -427,7 +427,11 @@ class PackingChart(QWidget):
     def _on_scene_mouse_moved(self, scene_pos) -> None:
         t, op = self._hover_at(scene_pos)
         self._set_hovered(t)
-        if (t, op) != self._hover_key:
+        if QApplication.mouseButtons() != Qt.MouseButton.NoButton:
+            return  # a drag (pan/zoom) or a click in progress: Qt itself shows no tooltip then
+        # Also when the tooltip of the same rectangle was closed by a click, a wheel zoom or a
+        # key: the next move over it brings it back, as the first move onto it did.
+        if (t, op) != self._hover_key or ((t, op) != (-1, -1) and not QToolTip.isVisible()):
             self._hover_key = (t, op)
             vp = self.view.viewport()
             self._show_tooltip(vp.mapToGlobal(self.view.mapFromScene(scene_pos)), t, op)
