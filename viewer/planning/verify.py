@@ -34,10 +34,11 @@ def verify_plan(problem: PlanningProblem, plan: Plan) -> None:
         if plan.arena_bytes != 0:
             raise PlanningError(f"{plan.planner}: empty problem but arena {plan.arena_bytes}")
         return
-    missing = [int(i) for i in ids if int(i) not in plan.offsets]
-    if missing:
+    get = plan.offsets.get
+    offsets = list(map(get, ids.tolist()))
+    if None in offsets:
+        missing = [int(i) for i, o in zip(ids.tolist(), offsets) if o is None]
         raise PlanningError(f"{plan.planner}: no offset for buffers {missing[:10]}")
-    offsets = [plan.offsets[int(i)] for i in ids]
     worst = max(offsets)
     if worst > MAX_SUM_BYTES or plan.arena_bytes > MAX_SUM_BYTES:
         # Beyond 2^62 B an int64 offset + size could wrap; no real plan is that large.
@@ -109,14 +110,17 @@ def _check_no_overlap(name, ids, first, last, off, end, size) -> None:
     kinds = np.concatenate([np.zeros(len(keep), np.int8), np.ones(len(keep), np.int8)])
     which = np.concatenate([keep, keep])
     order = np.lexsort((kinds, times))
+    # Plain lists: indexing numpy arrays per event costs more than the sweep itself.
+    leaving = (order < len(keep)).tolist()
+    who = which[order].tolist()
+    off_l, end_l = off.tolist(), end.tolist()
     offs: list[int] = []  # live offsets, sorted
     ends: list[int] = []  # their ends, same order
     owner: list[int] = []
-    for k in order.tolist():
-        i = int(which[k])
-        o, e = int(off[i]), int(end[i])
+    for gone, i in zip(leaving, who):
+        o, e = off_l[i], end_l[i]
         j = bisect.bisect_left(offs, o)
-        if kinds[k] == 0:
+        if gone:
             # Remove it (offsets are unique among non-overlapping live buffers of size > 0).
             if j < len(offs) and owner[j] == i:
                 del offs[j], ends[j], owner[j]
