@@ -143,6 +143,12 @@ class ChartData:
     subgraph : int
     title : str
         ``"MODEL — subgraph N — PLANNER: arena X, lower bound Y"``.
+    gap_bound : int
+        Bytes: the bound the arena's gap is measured against, the larger of ``lower_bound``
+        and the bound for offsets aligned to ``alignment`` bytes
+        (:func:`viewer.export.report.gap_bound`; 0 = ``lower_bound``).
+    alignment : int
+        The plan's offset alignment in bytes.
     names : numpy.ndarray of object (str), optional
         Each row's tensor name (:meth:`Analysis.tensor_name`: kernel temporaries get the
         runtime names of ``Analysis.temporary_names`` when the analysis has them).
@@ -172,6 +178,8 @@ class ChartData:
     planner: str
     title: str
     names: np.ndarray | None = None
+    gap_bound: int = 0
+    alignment: int = 1
 
     def __len__(self) -> int:
         return len(self.tensor)
@@ -289,8 +297,15 @@ def build_chart_data(
         widest_op=widest, widest_op_name=analysis.op_name(widest) if widest >= 0 else "-",
         num_ops=analysis.num_ops, model_name=model_name, subgraph=sg, planner=plan.planner,
         title=_title(model_name, sg, plan.planner, int(plan.arena_bytes), lower),
-        names=names,
+        names=names, gap_bound=max(_gap_bound(analysis, plan), lower),
+        alignment=int(plan.alignment or 1),
     )
+
+
+def _gap_bound(analysis: Analysis, plan: Plan) -> int:
+    from viewer.export.report import gap_bound
+
+    return gap_bound(analysis, int(plan.alignment or 1))
 
 
 def _names(analysis: Analysis, tensor: np.ndarray, producer: np.ndarray):

@@ -152,10 +152,10 @@ def _style_axis(axis: pg.AxisItem, label: str) -> None:
 
 
 def _gap_text(data: ChartData) -> str:
-    gap = data.arena_bytes - data.lower_bound
-    pct = 100.0 * gap / max(data.lower_bound, 1)
-    return f"{format_bytes(gap)} ({pct:.2f}%)" if pct < 0.1 else f"{format_bytes(gap)} ({pct:.1f}%)"
+    """The arena's gap, worded as every view words it (:func:`viewer.export.report.gap_text`)."""
+    from viewer.export.report import gap_text
 
+    return gap_text(data.arena_bytes, data.lower_bound, data.gap_bound, data.alignment)
 
 
 def build_chart(data: ChartData, layout: pg.GraphicsLayout, *, legend_cols: int = 1,
@@ -306,8 +306,7 @@ def build_chart(data: ChartData, layout: pg.GraphicsLayout, *, legend_cols: int 
     arena_line = pg.InfiniteLine(
         pos=data.arena_bytes / ys, angle=0, movable=False, pen=_pen(THEME["arena"], 1.5),
         label=f"arena {format_bytes(data.arena_bytes)} ({data.planner})"
-        + (" = lower bound" if same else
-           f": +{_gap_text(data)} over the lower bound {format_bytes(data.lower_bound)}"),
+        + (" = lower bound" if same else f": {_gap_text(data)}"),
         labelOpts={"position": 0.98 if right_side else 0.02, "color": THEME["arena"],
                    "anchors": [(1, 1) if right_side else (0, 1)] * 2,
                    "fill": pg.mkBrush(255, 255, 255, 210)},

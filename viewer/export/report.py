@@ -36,11 +36,65 @@ def gap_bound(analysis: Analysis, alignment: int, _cache: dict | None = None) ->
     if _cache is not None and key in _cache:
         return _cache[key]
     lb = int(analysis.lower_bound_bytes)
-    if alignment > 1 and analysis.usages:
+    if alignment > 1 and analysis.usages and not getattr(analysis, "bound_is_final", False):
         lb = max(lb, int(analysis.problem().aligned_lower_bound(int(alignment))))
     if _cache is not None:
         _cache[key] = lb
     return lb
+
+
+def gap_text(arena_bytes: int, lower_bound_bytes: int, bound_bytes: int, alignment: int) -> str:
+    """The gap of an arena to the bound it is measured against, the one wording every view uses
+    (chart label, Measured box, Summary; the JSON's ``gap_pct`` and ``plan``'s table are the same
+    figure): ``"+3.5 MiB (14.1%) over the lower bound 24.8 MiB"``, or, when the alignment bound
+    (:func:`gap_bound`) is above the lower bound, ``"+0 B (0.0%) over the 64-byte-aligned bound
+    68 B (lower bound 8 B)"``. Bytes in, percent of ``bound_bytes`` out."""
+    from viewer.units import format_bytes
+
+    bound = max(int(bound_bytes), int(lower_bound_bytes))
+    gap = int(arena_bytes) - bound
+    pct = gap_pct(arena_bytes, bound)
+    if gap < 0:  # then that number is no bound for this plan: never "+-" or "-x over"
+        return (f"{format_bytes(-gap)} below {format_bytes(bound)}, which is therefore no lower "
+                "bound for this plan")
+    sign = "+"
+    digits = 2 if 0 < abs(pct) < 0.1 else 1
+    figure = f"{sign}{format_bytes(abs(gap))} ({pct:.{digits}f}%)"
+    if bound > lower_bound_bytes:
+        return (f"{figure} over the {int(alignment)}-byte-aligned bound {format_bytes(bound)} "
+                f"(lower bound {format_bytes(int(lower_bound_bytes))})")
+    return f"{figure} over the lower bound {format_bytes(bound)}"
+
+
+def persistent_and_reached(model: Model, subgraph_index: int, analysis: Analysis,
+                           plans: Mapping[str, Plan], best: str | None) -> tuple[list[str], dict]:
+    """What lives beside this subgraph's arena: persistent tensors (bytes, outside the arena)
+    and the subgraphs reached through control flow (each with its own arena, planned with
+    ``best`` when it is one of our planners). Returns (notes, report fields
+    ``persistent_bytes`` and ``subgraphs_reached``)."""
+    from viewer.analysis.intervals import analyze
+    from viewer.planning.run import run_planners
+    from viewer.units import format_bytes
+    from viewer.whatif.footprint import persistent_bytes, reachable_subgraphs
+
+    persistent = persistent_bytes(analysis)
+    notes, others = [], []
+    name = best if best in plans else None
+    for idx, how in reachable_subgraphs(model, subgraph_index):
+        sa = analyze(model.subgraphs[idx], model=model)
+        arena = None
+        if name and name != "litert_measured":
+            arena = run_planners(sa.problem(), [name])[name].arena_bytes
+        others.append({"subgraph": idx, "reached_by": how, "lower_bound_bytes": sa.lower_bound_bytes,
+                       "arena_bytes": arena})
+    if others:
+        notes.append(f"{len(others)} more subgraph(s) run through control flow, each with its own arena "
+                     f"(see 'arena-viewer plan --subgraph N'): "
+                     + ", ".join(f"{o['subgraph']} via {o['reached_by']}" for o in others))
+    if persistent:
+        notes.append(f"{format_bytes(persistent)} of persistent tensors (computed at prepare time, "
+                     "variables) live outside the arena, in anonymous memory")
+    return notes, {"persistent_bytes": int(persistent), "subgraphs_reached": others}
 
 
 def build_report(
@@ -53,14 +107,23 @@ def build_report(
     notes: tuple[str, ...] = (),
     edits: Mapping[str, Any] | None = None,
     with_offsets: bool = True,
+    beyond_the_arena: bool = True,
+    alignment: int | None = None,
+    with_tables: bool = True,
 ) -> dict[str, Any]:
     """Build the report object (``with_offsets=False`` leaves out every plan's ``offsets``,
-    which a printed table does not need: 100k entries per plan on large graphs).
+    ``with_tables=False`` the ``tensors`` and ``operators`` lists, which a printed table does
+    not need: 100k entries each on large graphs, ~0.4 s to build; ``num_arena_tensors`` is
+    always there). The one builder
+    of ``plan --json`` and the window's File > Export JSON.
 
     Returns
     -------
     dict
         JSON-ready: ``model``, ``subgraph``, ``naive_bytes``, ``lower_bound_bytes``,
+        ``aligned_lower_bound_bytes`` (the bound for offsets aligned to ``alignment`` bytes,
+        default 64, the runtime's; ``aligned_bound_alignment``), ``persistent_bytes``
+        and ``subgraphs_reached`` (with ``beyond_the_arena``, :func:`persistent_and_reached`),
         ``weights_bytes``, ``widest_operator`` {index, op, breadth_bytes, tensors},
         ``tensors`` [{id, name, shape, dtype, bytes, first_op, last_op, kind, ...}],
         ``operators`` [{index, op, inputs, outputs, breadth_bytes}],
@@ -71,7 +134,7 @@ def build_report(
     sg = analysis.subgraph
     lb = analysis.lower_bound_bytes
     tensors = []
-    for u in analysis.usages:
+    for u in (analysis.usages if with_tables else ()):
         t = sg.tensors[u.tensor] if u.tensor < len(sg.tensors) else None
         tensors.append({
             "id": u.tensor,
@@ -88,7 +151,7 @@ def build_report(
         })
     ops = []
     breadth = analysis.breadth.tolist() if len(analysis.breadth) else []
-    for op in sg.operators:
+    for op in (sg.operators if with_tables else ()):
         ops.append({
             "index": op.index,
             "op": op.op_name,
@@ -127,6 +190,16 @@ def build_report(
         {"id": t.index, "name": t.name, "flags": sorted(t.flags)}
         for t in sg.tensors if t.flags
     ]
+    extra_notes: list[str] = []
+    extra: dict[str, Any] = {}
+    if beyond_the_arena:
+        extra_notes, extra = persistent_and_reached(model, subgraph_index, analysis, plans, best_plan)
+    from viewer.planning.types import DEFAULT_ALIGNMENT
+
+    alignment = int(alignment or DEFAULT_ALIGNMENT)
+    aligned = int(analysis.problem().aligned_lower_bound(alignment)) if analysis.usages else 0
+    all_notes = list(notes) + [n for n in getattr(analysis, "notes", ()) if n not in notes]
+    all_notes += [n for n in extra_notes if n not in all_notes]
     return {
         "schema_version": SCHEMA_VERSION,
         "model": model.path,
@@ -135,12 +208,14 @@ def build_report(
         "num_operators": len(sg.operators),
         "naive_bytes": analysis.naive_bytes,
         "lower_bound_bytes": lb,
+        "aligned_lower_bound_bytes": max(aligned, int(lb)),
+        "aligned_bound_alignment": alignment,
         "weights_bytes": model.weights_bytes,
         "widest_operator": widest,
         "best_plan": best_plan,
         "plans": plans_out,
-        "tensors": tensors,
-        "operators": ops,
+        "num_arena_tensors": len(analysis.usages),
+        **({"tensors": tensors, "operators": ops} if with_tables else {}),
         "outside_arena": [
             {"id": k, "name": analysis.tensor_name(k), "reason": v,
              "bytes": sg.tensors[k].nbytes if k < len(sg.tensors) else 0}
@@ -148,7 +223,8 @@ def build_report(
         ],
         "flagged_tensors": flagged,
         "edits": dict(edits) if edits else None,
-        "notes": list(notes) + [n for n in getattr(analysis, "notes", ()) if n not in notes],
+        "notes": all_notes,
+        **extra,
     }
 
 

@@ -44,6 +44,11 @@ MAX_SEARCH_BUFFERS = 10_000
 
 #: Ingredient names, in the order the planner uses them.
 INGREDIENTS = ("heuristics", "aligned_bound", "minimalloc", "cp_sat")
+#: Opt-in ingredients (not in the default): ``subset_bound``
+#: (:func:`viewer.planning.bounds.subset_bound`, given :data:`SUBSET_SHARE` of the time left
+#: after the heuristics; it raised no bound on the benchmark instances, see its docstring).
+OPTIONAL_INGREDIENTS = ("subset_bound",)
+SUBSET_SHARE = 0.25
 
 
 def _check_alignment(alignment) -> int:
@@ -413,7 +418,8 @@ def plan_optimal(
         arena meets the proven bound.
     ingredients : tuple of str
         Which of ``heuristics``, ``aligned_bound`` (:func:`aligned_lower_bound`),
-        ``minimalloc``, ``cp_sat`` to use (for benchmarks; default all).
+        ``minimalloc``, ``cp_sat`` to use (for benchmarks; default all), and the opt-in
+        ``subset_bound`` (:data:`OPTIONAL_INGREDIENTS`).
     params : viewer.planning._minimalloc.SearchParams, optional
         Switches for the MiniMalloc search's ingredients (default: all on).
     cp_sat_workers : int
@@ -507,6 +513,17 @@ def plan_optimal(
         used["search"] = {"result": f"skipped: {len(nz):,d} buffers (more than "
                                     f"{MAX_SEARCH_BUFFERS:,d})"}
         ingredients = tuple(i for i in ingredients if i not in ("minimalloc", "cp_sat"))
+    if "subset_bound" in ingredients and not st.done and len(nz):
+        from viewer.planning.bounds import subset_bound
+
+        before = st.bound
+        r = subset_bound(start, end, size, st.bound, alignment=alignment, granularity=st.granularity,
+                         upper=st.best_arena, cancelled=cancelled,
+                         deadline=time.monotonic() + SUBSET_SHARE * (st.deadline - time.monotonic()))
+        st.poll()
+        st.raise_bound(r.bound)
+        used["subset_bound"] = {"raised_bound": st.bound - before, "proofs": r.proofs,
+                                "attempts": len(r.log), "seconds": round(r.seconds, 3)}
     # 2. MiniMalloc-style decision searches.
     if "minimalloc" in ingredients and not st.done and len(nz):
         share = 0.75 if "cp_sat" in ingredients else 1.0

@@ -23,55 +23,20 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from viewer.export.report import gap_bound, gap_pct
 from viewer.ui.workers import MEASURED, OPTIMAL, AnalysisResponse, optimal_summary, plan_label
+from viewer.export.report import gap_bound, gap_pct
+from viewer.ui.summary_text import (
+    _b,
+    _html,
+    best_text,
+    budget_report,
+    lower_bound_text,
+    measured_text,
+    reorder_lines,
+    tensor_details,
+)
 from viewer.ui.widgets import FocusWheelComboBox, FocusWheelSpinBox, WrapLabel
 from viewer.units import format_bytes
-
-
-def _html(text: str) -> str:
-    return str(text).replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
-
-
-def _b(n: int) -> str:
-    return f"{format_bytes(n)} ({n:,} B)"
-
-
-#: Moved operators listed in the reorder section before "... N more".
-MAX_MOVED_LISTED = 20
-
-
-def _widest(a) -> str:
-    return f"widest operator #{a.widest_op} {a.op_name(a.widest_op)}" if a.widest_op >= 0 else ""
-
-
-def lower_bound_text(resp: AnalysisResponse) -> str:
-    """The lower-bound summary: tensors only, and with kernel temporaries when measured.
-
-    With both: "lower bound (tensors only)", "lower bound with kernel temporaries", and
-    "kernel temporaries add X (N tensors, largest Y at #op OP)" (bytes).
-    """
-    a = resp.analysis
-    if not resp.has_temporaries or resp.tensor_view is None:
-        w = _widest(a)
-        return _b(a.lower_bound_bytes) + (f"\n{w}" if w else "")
-    at, aw = resp.tensor_view[0], resp.temporaries_view[0]
-    temps = [u for u in aw.usages if u.tensor in aw.temporaries_ops]
-    largest = max(temps, key=lambda u: (u.nbytes, -u.tensor))
-    add = aw.lower_bound_bytes - at.lower_bound_bytes
-    mark = ("", " (shown)") if resp.temporaries_shown else (" (shown)", "")
-    lines = [
-        f"lower bound (tensors only): {format_bytes(at.lower_bound_bytes)}{mark[0]}",
-        f"   {at.lower_bound_bytes:,} B, {_widest(at)}",
-        f"lower bound with kernel temporaries: {format_bytes(aw.lower_bound_bytes)}{mark[1]}",
-        f"   {aw.lower_bound_bytes:,} B, {_widest(aw)}",
-        f"kernel temporaries add {format_bytes(add)} ({len(temps)} tensor{'s' if len(temps) != 1 else ''}, largest "
-        f"{format_bytes(largest.nbytes)} at #{largest.first_op} {aw.op_name(largest.first_op)})",
-    ]
-    probe = resp.probe
-    if probe is not None and getattr(probe, "ok", False) and probe.arena_bytes:
-        lines.append(f"the runtime's measured arena: {_b(int(probe.arena_bytes))}")
-    return "\n".join(lines)
 
 
 class _NumItem(QTableWidgetItem):
@@ -173,8 +138,8 @@ class SidePanel(QScrollArea):
         lay.addWidget(self.reorder_box)
 
         # Measured
-        box, self.measured_label = _text_box("Measured (LiteRT runtime)")
-        lay.addWidget(box)
+        self.measured_box, self.measured_label = _text_box("Measured (LiteRT runtime)")
+        lay.addWidget(self.measured_box)
 
         # Device budget and what-if change
         self.budget_box, self.budget_label = _text_box("Budget and what-if")
@@ -300,7 +265,8 @@ class SidePanel(QScrollArea):
             f"{len(sg.operators)} operators, {len(sg.tensors)} tensors, "
             f"{len(a.usages)} arena tensors"
             + (f" ({n_alias} in-place)" if (n_alias := sum(u.alias_of is not None for u in a.usages)) else ""))
-        self.weights_label.setText(f"{_b(m.weights_bytes)}\nfile-backed, reclaimable")
+        self.weights_label.setText(f"{_b(m.weights_bytes)}\n" + (
+            "in flash (TFLite Micro)" if resp.request.runtime == "tflm" else "file-backed, reclaimable"))
         self.naive_label.setText(_b(a.naive_bytes))
         self.lower_label.setText(lower_bound_text(resp))
         self._fill_planner_table()
@@ -362,12 +328,7 @@ class SidePanel(QScrollArea):
         h += sum(self.planner_table.rowHeight(r) for r in range(len(resp.plans)))
         self.planner_table.setFixedHeight(h)
         if resp.best is not None:
-            best = resp.plans[resp.best]
-            self.best_label.setText(
-                f"Smallest: <b>{plan_label(resp.best)}</b>, {format_bytes(best.arena_bytes)} "
-                f"({gap_pct(best.arena_bytes, gap_bound(resp.analysis, best.alignment, bounds)):+.1f} % "
-                f"over the {'aligned ' if gap_bound(resp.analysis, best.alignment, bounds) > lb else ''}"
-                f"lower bound)")
+            self.best_label.setText(best_text(resp, bounds))
         opt = resp.plans.get(OPTIMAL)
         self.optimal_label.setVisible(opt is not None)
         if opt is not None:
@@ -378,22 +339,9 @@ class SidePanel(QScrollArea):
                 f"{opt.stats.get('seconds', 0.0):.1f} s)")
 
     def _fill_measured(self) -> None:
-        resp = self._resp
-        probe = resp.probe
-        if probe is not None and getattr(probe, "ok", False):
-            arena = int(getattr(probe, "arena_bytes", 0) or 0)
-            n_tmp = len(getattr(probe, "arena_temporaries", ()) or ())
-            lb = resp.analysis.lower_bound_bytes
-            which = "with kernel temporaries" if resp.temporaries_shown else "tensors only"
-            shown = "included in" if resp.temporaries_shown else "left out of"
-            text = (f"measured arena {_b(arena)}, {gap_pct(arena, lb):+.1f} % over the lower "
-                    f"bound shown ({which}); {n_tmp} kernel {'temporary' if n_tmp == 1 else 'temporaries'} measured, {shown} "
-                    f"the chart")
-            if resp.measure_note:
-                text += f"\n{resp.measure_note}"
-            self.measured_label.setText(text)
-        else:
-            self.measured_label.setText(resp.measure_note or "not measured")
+        tflm = getattr(self._resp.request, "runtime", "litert") == "tflm"
+        self.measured_box.setTitle("Measured (TFLite Micro runtime)" if tflm else "Measured (LiteRT runtime)")
+        self.measured_label.setText(measured_text(self._resp))
 
     def set_baseline(self, resp: AnalysisResponse | None) -> None:
         """The unedited model's response: what-if results are compared with it."""
@@ -434,27 +382,10 @@ class SidePanel(QScrollArea):
         self.budget_box.setVisible(bool(lines))
 
     def _fill_reorder(self) -> None:
-        resp = self._resp
-        res = resp.reorder if resp is not None else None
-        self.reorder_box.setVisible(res is not None)
-        if res is None:
-            return
-        a = resp.analysis
-        pct = 100.0 * res.saving_bytes / res.lower_bound_before if res.lower_bound_before else 0.0
-        proof = "proven smallest" if res.exact else "best found in the time limit"
-        lines = [f"lower bound {format_bytes(res.lower_bound_before)} -> "
-                 f"{format_bytes(res.lower_bound_after)}: saves {format_bytes(res.saving_bytes)} "
-                 f"({pct:.1f} %), {proof}"]
-        if not res.changed:
-            lines.append("no operator order lowers the lower bound; the original order is kept")
-        else:
-            pos = {o: k for k, o in enumerate(res.order)}
-            lines.append(f"{len(res.moved_ops)} operator(s) moved (original index -> new position):")
-            for o in res.moved_ops[:MAX_MOVED_LISTED]:
-                lines.append(f"#{o} {_html(a.op_name(pos[o]))} -> {pos[o]}")
-            if len(res.moved_ops) > MAX_MOVED_LISTED:
-                lines.append(f"... {len(res.moved_ops) - MAX_MOVED_LISTED} more")
-        self.reorder_label.setText("<br>".join(lines))
+        lines = reorder_lines(self._resp) if self._resp is not None else []
+        self.reorder_box.setVisible(bool(lines))
+        if lines:
+            self.reorder_label.setText("<br>".join(lines))
 
     @property
     def reorder_text(self) -> str:
@@ -498,35 +429,7 @@ class SidePanel(QScrollArea):
         if self._resp is None or tensor is None:
             self.tensor_label.setText("Click a rectangle or a table row.")
             return
-        a = self._resp.analysis
-        u = a.usage(tensor)
-        sg = a.subgraph
-        lines = [f"<b>{a.tensor_name(tensor)}</b> (tensor {tensor})"]
-        if tensor < len(sg.tensors):
-            t = sg.tensors[tensor]
-            shape = "x".join(str(d) for d in t.shape) or "scalar"
-            lines.append(f"{t.dtype} [{shape}]" + (f"; flags: {', '.join(sorted(t.flags))}" if t.flags else ""))
-        if u is None:
-            why = a.outside.get(tensor, "not in the arena")
-            lines.append(f"not in the arena: {why}")
-        else:
-            lines.append(f"{u.kind}, {_b(u.nbytes)}")
-            lines.append(f"live at operators {u.first_op}..{u.last_op} inclusive ({u.held_ops} ops)")
-            lines.append(f"producer: {'-' if u.producer is None else f'#{u.producer} {a.op_name(u.producer)}'}")
-            if u.consumers:
-                cons = ", ".join(f"#{c} {a.op_name(c)}" for c in u.consumers[:6])
-                more = f" and {len(u.consumers) - 6} more" if len(u.consumers) > 6 else ""
-                lines.append(f"consumers: {cons}{more}")
-            if u.alias_of is not None:
-                lines.append(f"in-place: shares the bytes of tensor {u.alias_of}")
-            if tensor in a.temporaries_ops:
-                lines.append(f"kernel temporary of {a.temporaries_ops[tensor]}")
-            plan = self._resp.plans.get(self._planner) if self._planner else None
-            if plan is not None:
-                off = a.resolve_alias_offsets(plan.offsets).get(tensor)
-                if off is not None:
-                    lines.append(f"offset in {plan_label(self._planner)}: {off:,} .. {off + u.nbytes:,}")
-        self.tensor_label.setText("<br>".join(lines))
+        self.tensor_label.setText(tensor_details(self._resp, tensor, self._planner))
 
     # --- slots --------------------------------------------------------------------------
 
@@ -561,65 +464,4 @@ def _text_box(title: str) -> tuple[QGroupBox, QLabel]:
     return box, label
 
 
-def budget_report(settings, resp: AnalysisResponse, name: str):
-    """``settings.report(...)`` for plan ``name`` of ``resp``: the one budget figure the
-    Summary and the what-if panel's verdict both show (None without a limit).
-
-    The batch is the edited batch, else the first input's leading dimension.
-    """
-    a, edits = resp.analysis, resp.request.edits
-    batch = 1
-    if edits is not None and edits.batch:
-        batch = edits.batch
-    elif a.subgraph.inputs and a.subgraph.tensors[a.subgraph.inputs[0]].shape:
-        batch = max(1, a.subgraph.tensors[a.subgraph.inputs[0]].shape[0])
-    fp = getattr(resp, "footprint", None)
-    if fp is not None and settings.limit_bytes is not None and hasattr(fp, "tensor_arena_size_bytes"):
-        return _tflm_budget_report(settings, resp, fp, batch)
-    if fp is not None and settings.limit_bytes is not None:
-        # The footprint check counts (viewer.whatif.footprint): the runtime's arena with its
-        # kernel temporaries (estimated under a storage what-if), whatever plan is drawn.
-        import dataclasses
-
-        from viewer.whatif.budget import budget_report as report
-
-        rep = report(settings.limit_bytes, arena_bytes=fp.arena_bytes,
-                     weights_bytes=resp.model.weights_bytes, runtime_bytes=settings.runtime_bytes,
-                     batch=batch, weights_mode=settings.weights_mode, binding_op=a.widest_op,
-                     binding_op_name=a.op_name(a.widest_op) if a.widest_op >= 0 else "",
-                     persistent_bytes=fp.persistent_bytes,
-                     other_subgraphs_bytes=fp.other_subgraphs_bytes,
-                     arena_label=f"tensor arena ({fp.arena_term.source}: {fp.arena_term.method})")
-        if fp.unknowns and rep.fits:
-            rep = dataclasses.replace(rep, fits=False, message="cannot tell: " + fp.unknowns[0])
-        return rep
-    return settings.report(
-        arena_bytes=resp.plans[name].arena_bytes, weights_bytes=resp.model.weights_bytes,
-        batch=batch, binding_op=a.widest_op,
-        binding_op_name=a.op_name(a.widest_op) if a.widest_op >= 0 else "")
-
-
-def _tflm_budget_report(settings, resp: AnalysisResponse, fp, batch: int):
-    """The budget under TFLite Micro: the ``tensor_arena_size`` ``check --runtime tflm`` prints
-    (head + tail + margins, measured by TFLM's recording allocator), never the head alone; without
-    a measured tail, "cannot tell" (never fits)."""
-    import dataclasses
-
-    from viewer.whatif.budget import budget_report as report
-
-    a = resp.analysis
-    size = fp.tensor_arena_size_bytes
-    arena = size if size is not None else fp.head_bytes
-    label = ("tensor_arena_size (TFLM head + tail + margins, measured)" if size is not None
-             else "TFLM head only (scratch and persistent tail not measured)")
-    rep = report(settings.limit_bytes, arena_bytes=arena, weights_bytes=resp.model.weights_bytes,
-                 runtime_bytes=settings.runtime_bytes, batch=batch, weights_mode=settings.weights_mode,
-                 binding_op=a.widest_op, binding_op_name=a.op_name(a.widest_op) if a.widest_op >= 0 else "",
-                 arena_label=label)
-    if size is None and rep.fits:
-        rep = dataclasses.replace(rep, fits=False, message="cannot tell: TFLM's scratch and "
-                                  "persistent tail are not measured (the head alone is shown)")
-    return rep
-
-
-__all__ = ["SidePanel", "MEASURED", "budget_report"]
+__all__ = ["SidePanel", "MEASURED", "budget_report", "lower_bound_text"]
