@@ -227,7 +227,7 @@ class PackingChart(QWidget):
         ]
         if u.alias_of is not None:
             lines.append(f"in-place: shares the bytes of tensor {u.alias_of}")
-        return "<br>".join(lines)
+        return _tip_lines(lines)
 
     def breadth_tooltip_text(self, op: int) -> str:
         """The hover text of operator ``op``'s column on the breadth curve: its op type, its
@@ -237,7 +237,7 @@ class PackingChart(QWidget):
             return ""
         breadth = int(d.breadth[op])
         widest = " (the widest operator)" if op == d.widest_op else ""
-        return "<br>".join([
+        return _tip_lines([
             f"<b>#{op} {_esc(a.op_name(op))}</b>{widest}",
             f"breadth {format_bytes(breadth)} ({breadth:,d} B): "
             f"{len(a.operator_profile(op))} tensors live",
@@ -570,3 +570,9 @@ class PackingChart(QWidget):
 
 def _esc(s: str) -> str:
     return s.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+
+
+def _tip_lines(lines: list[str]) -> str:
+    """Rich tooltip text, one field a line: Qt word-wraps rich tooltips to a narrow width
+    otherwise, breaking e.g. a shape away from its tensor name."""
+    return "<br>".join(f"<nobr>{line}</nobr>" for line in lines)
