@@ -51,15 +51,21 @@ ERROR_PREFIX = "arena-viewer: error: "
 _WORDS = (0, 1, 0x7FFFFFFF, 0xFFFFFFFF, 0x80000000, 0x10000, 0xFFFF, 0x40000000)
 
 
-def mutate(data: bytes, rng: random.Random) -> bytes:
+def mutate(data: bytes, rng: random.Random, log: list[str] | None = None) -> bytes:
     """One structured mutant of a flatbuffer: 1 to 3 stacked mutations.
 
     Mutations: flip a few bytes; truncate; set an aligned 32-bit word (offset, vtable entry,
     vector length) to 0, 2^31-1, -1, 2^31 or another large count; set a 16-bit vtable field to
     0 or 0xFFFF; duplicate a 4-byte word elsewhere (shared offsets). The first 8 bytes (root
     offset, identifier) are hit less often, so most mutants get past the header.
+
+    ``log``, when given, receives one short line per mutation (``flip 1234^0x10``,
+    ``truncate 5000``, ``u32 1024=0x7fffffff``, ``u16 60=0xffff``, ``copy 96->1040``; byte
+    offsets) so that a finding says what was changed. The mutant depends only on ``data`` and
+    ``rng``'s state.
     """
     b = bytearray(data)
+    note = log.append if log is not None else (lambda _: None)
     for _ in range(rng.choice((1, 1, 2, 3))):
         n = len(b)
         if n < 16:
@@ -68,19 +74,27 @@ def mutate(data: bytes, rng: random.Random) -> bytes:
         lo = 0 if rng.random() < 0.05 else 8
         if kind < 0.25:
             for _ in range(rng.randint(1, 4)):
-                b[rng.randrange(lo, n)] ^= 1 << rng.randrange(8)
+                i, bit = rng.randrange(lo, n), 1 << rng.randrange(8)
+                b[i] ^= bit
+                note(f"flip {i}^{bit:#x}")
         elif kind < 0.35:
-            del b[rng.randrange(max(lo, n // 4), n):]
+            i = rng.randrange(max(lo, n // 4), n)
+            del b[i:]
+            note(f"truncate {i}")
         elif kind < 0.75:
             i = rng.randrange(lo, n - 4) & ~3
-            b[i:i + 4] = struct.pack("<I", rng.choice(_WORDS) if rng.random() < 0.8
-                                     else rng.randrange(1 << 32))
+            v = rng.choice(_WORDS) if rng.random() < 0.8 else rng.randrange(1 << 32)
+            b[i:i + 4] = struct.pack("<I", v)
+            note(f"u32 {i}={v:#x}")
         elif kind < 0.9:
             i = rng.randrange(lo, n - 2) & ~1
-            b[i:i + 2] = struct.pack("<H", rng.choice((0, 0xFFFF, 4, 0x7FFF)))
+            v = rng.choice((0, 0xFFFF, 4, 0x7FFF))
+            b[i:i + 2] = struct.pack("<H", v)
+            note(f"u16 {i}={v:#x}")
         else:
             i, j = (rng.randrange(lo, n - 4) & ~3 for _ in range(2))
             b[j:j + 4] = b[i:i + 4]
+            note(f"copy {i}->{j}")
     return bytes(b)
 
 
@@ -138,24 +152,89 @@ def classify(o: Outcome) -> str:
     return "other"
 
 
+def _wait(pid: int, deadline: float):
+    """Wait for child ``pid`` until ``deadline`` (time.monotonic()); SIGKILL it then.
+
+    Returns (status, rusage, timed_out). Sleeps on a pidfd (Linux 5.3+) rather than polling;
+    falls back to polling wait4 every 2 ms elsewhere.
+    """
+    import select
+    import signal
+
+    try:
+        fd = os.pidfd_open(pid)
+    except (AttributeError, OSError):
+        fd = None
+    try:
+        while True:
+            wpid, status, ru = os.wait4(pid, os.WNOHANG)
+            if wpid:
+                return status, ru, False
+            left = deadline - time.monotonic()
+            if left <= 0:
+                os.kill(pid, signal.SIGKILL)
+                _, status, ru = os.wait4(pid, 0)
+                return status, ru, True
+            if fd is None:
+                time.sleep(min(0.002, left))
+            else:
+                select.select([fd], [], [], left)
+    finally:
+        if fd is not None:
+            os.close(fd)
+
+
+#: Modules the worker does not import: Qt's (unless asked) and the window's.
+_NOT_PRELOADED = ("viewer.ui", "viewer.cli.gui", "viewer.__main__", "viewer.cli.__main__")
+_QT_MODULES = ("viewer.export.chart_items", "viewer.export.chart_scene")
+
+
+def _preload(qt: bool) -> None:
+    """Import every viewer module (and numpy's lazily imported ones) once, in the worker.
+
+    Commands import much lazily (numpy.ma, the options table, the probe); a child that
+    imports them itself pays ~25 ms per command, more than a small model's ``plan``. Modules
+    only: no command is run, so no cache holds anything of a previous input. With ``qt``
+    also pyqtgraph and the chart modules (no QApplication: each export child makes its own).
+    """
+    import importlib
+    import pkgutil
+
+    import numpy
+    import numpy.ma  # noqa: F401
+    import viewer
+
+    skip = _NOT_PRELOADED + (() if qt else _QT_MODULES)
+    todo = [viewer]
+    while todo:  # not pkgutil.walk_packages: it imports the skipped packages to list them
+        pkg = todo.pop()
+        for m in pkgutil.iter_modules(pkg.__path__, pkg.__name__ + "."):
+            if not m.name.startswith(skip):
+                mod = importlib.import_module(m.name)
+                if m.ispkg:
+                    todo.append(mod)
+    if qt:
+        from pyqtgraph.Qt import QtGui, QtSvg, QtWidgets  # noqa: F401
+    numpy.zeros(1)
+
+
 def _serve() -> int:
     """Worker loop: one JSON job per stdin line -> one JSON outcome per stdout line."""
+    import gc
     import resource
-    import signal
 
     os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
     os.environ.pop("DISPLAY", None)
     os.environ.pop("WAYLAND_DISPLAY", None)
-    import numpy  # noqa: F401  (imported once, shared by every child)
-
     import viewer.cli as cli
-    from viewer.planning.registry import planner_names
 
-    planner_names()  # import every planner module once
-    cli.build_parser()  # and every command module
-    import viewer.planning.run  # noqa: F401
-    import viewer.whatif.pipeline  # noqa: F401
-    import viewer.export.report  # noqa: F401
+    _preload(qt=bool(os.environ.get("ARENA_FUZZ_QT")))
+    parser = cli.build_parser()  # and every command module
+    # The parser is the same for every job and a child's parse cannot change the worker's copy:
+    # building it once here saves ~11 ms of argparse per command (60% of a small plan).
+    cli.build_parser = lambda: parser
+    gc.collect()
+    gc.freeze()  # the imported objects stay out of the children's collections (less copy-on-write)
     out = sys.stdout
     err_path = tempfile.mkstemp(prefix="arena-fuzz-", suffix=".err")[1]
     try:
@@ -186,17 +265,7 @@ def _serve() -> int:
                     traceback.print_exc()
                     sys.stderr.flush()
                     os._exit(102)
-            timed_out = False
-            while True:
-                wpid, status, ru = os.wait4(pid, os.WNOHANG)
-                if wpid:
-                    break
-                if time.monotonic() - t0 > job["timeout"]:
-                    os.kill(pid, signal.SIGKILL)
-                    _, status, ru = os.wait4(pid, 0)
-                    timed_out = True
-                    break
-                time.sleep(0.002)
+            status, ru, timed_out = _wait(pid, t0 + job["timeout"])
             seconds = time.monotonic() - t0
             with open(err_path, encoding="utf-8", errors="replace") as f:
                 stderr = f.read(20000)
@@ -215,13 +284,18 @@ def _serve() -> int:
 class Runner:
     """A worker process that runs viewer commands in forked, limited children.
 
-    Use as a context manager; :meth:`run` is synchronous.
+    Use as a context manager; :meth:`run` is synchronous. ``qt``: the worker also imports
+    pyqtgraph and the chart modules (for ``export``; it makes every fork ~20 ms dearer, so
+    keep a second Runner for the other commands). ``nice``: run the worker under ``nice -n``.
     """
 
-    def __init__(self, *, nice: int = 0):
+    def __init__(self, *, nice: int = 0, qt: bool = False):
         env = dict(os.environ, PYTHONPATH=str(ROOT), QT_QPA_PLATFORM="offscreen",
                    PYTHONDONTWRITEBYTECODE="1", PYTHONWARNINGS="default", OPENBLAS_NUM_THREADS="1",
                    OMP_NUM_THREADS="1")
+        env.pop("ARENA_FUZZ_QT", None)
+        if qt:  # export jobs: the worker imports Qt's modules once (each child makes its app)
+            env["ARENA_FUZZ_QT"] = "1"
         cmd = [sys.executable, str(Path(__file__).resolve()), "--serve"]
         if nice:
             cmd = ["nice", "-n", str(nice), *cmd]

@@ -44,6 +44,11 @@ MAX_SEARCH_BUFFERS = 10_000
 
 #: Ingredient names, in the order the planner uses them.
 INGREDIENTS = ("heuristics", "aligned_bound", "minimalloc", "cp_sat")
+#: Opt-in ingredients (not in the default): ``subset_bound``
+#: (:func:`viewer.planning.bounds.subset_bound`, given :data:`SUBSET_SHARE` of the time left
+#: after the heuristics; it raised no bound on the benchmark instances, see its docstring).
+OPTIONAL_INGREDIENTS = ("subset_bound",)
+SUBSET_SHARE = 0.25
 
 
 def _check_alignment(alignment) -> int:
@@ -122,6 +127,7 @@ class _Anytime:
         self.best_from = ""
         self.bound = 0
         self.granularity = 1  # the optimum is a multiple of it
+        self.stop_target: int | None = None  # stop once this budget is met or proven unmeetable
         self.log: list[dict[str, Any]] = []
         self._last_fraction = 0.0
 
@@ -153,7 +159,10 @@ class _Anytime:
 
     @property
     def done(self) -> bool:
-        return self.best_arena <= self.bound
+        if self.best_arena <= self.bound:
+            return True
+        t = self.stop_target
+        return t is not None and bool(self.best_offsets) and (self.best_arena <= t or self.bound > t)
 
     def poll(self) -> None:
         if self.cancelled is not None and self.cancelled():
@@ -360,6 +369,17 @@ def _cp_sat_stage(st: _Anytime, start, end, size, idx, ids, alignment, workers: 
     return name
 
 
+def _status(proven: bool, stop_target: int | None, arena: int, bound: int) -> str:
+    """``optimal``, ``target met`` / ``target impossible`` (stopped there), or ``time limit``."""
+    if proven:
+        return "optimal"
+    if stop_target is not None and arena <= stop_target:
+        return "target met"
+    if stop_target is not None and bound > stop_target:
+        return "target impossible"
+    return "time limit"
+
+
 @register(
     NAME,
     "Optimal (proven)",
@@ -379,6 +399,7 @@ def plan_optimal(
     cp_sat_workers: int = 2,
     improved=None,
     target_bytes: int | None = None,
+    stop_at_target: bool = False,
 ) -> Plan:
     """Place every buffer in the smallest tensor arena this planner can find and prove.
 
@@ -397,7 +418,8 @@ def plan_optimal(
         arena meets the proven bound.
     ingredients : tuple of str
         Which of ``heuristics``, ``aligned_bound`` (:func:`aligned_lower_bound`),
-        ``minimalloc``, ``cp_sat`` to use (for benchmarks; default all).
+        ``minimalloc``, ``cp_sat`` to use (for benchmarks; default all), and the opt-in
+        ``subset_bound`` (:data:`OPTIONAL_INGREDIENTS`).
     params : viewer.planning._minimalloc.SearchParams, optional
         Switches for the MiniMalloc search's ingredients (default: all on).
     cp_sat_workers : int
@@ -410,6 +432,10 @@ def plan_optimal(
         A budget (bytes) to meet first: the search asks whether the arena fits in it before it
         looks for anything smaller or proves anything (the question MiniMalloc answers for
         its ``--capacity``); then it goes on as without it.
+    stop_at_target : bool
+        With ``target_bytes``: return as soon as a plan within it is found, or the proven bound
+        exceeds it (``stats["target"]`` says which: ``met``, ``impossible``, or ``open`` when
+        the time limit came first). No smaller arena is then looked for.
 
     Returns
     -------
@@ -451,6 +477,8 @@ def plan_optimal(
                      "start": {"planner": "", "arena_bytes": 0}, "found_by": "",
                      "lower_bound": 0, "log": [], "seconds": time.monotonic() - t0})
     st.granularity = size_granularity(size_all, alignment)
+    if target_bytes is not None and stop_at_target:
+        st.stop_target = int(target_bytes)
     st.raise_bound(problem.lower_bound())
     if "aligned_bound" in ingredients:
         st.raise_bound(aligned_lower_bound(first, last + 1, size_all, alignment))
@@ -485,6 +513,17 @@ def plan_optimal(
         used["search"] = {"result": f"skipped: {len(nz):,d} buffers (more than "
                                     f"{MAX_SEARCH_BUFFERS:,d})"}
         ingredients = tuple(i for i in ingredients if i not in ("minimalloc", "cp_sat"))
+    if "subset_bound" in ingredients and not st.done and len(nz):
+        from viewer.planning.bounds import subset_bound
+
+        before = st.bound
+        r = subset_bound(start, end, size, st.bound, alignment=alignment, granularity=st.granularity,
+                         upper=st.best_arena, cancelled=cancelled,
+                         deadline=time.monotonic() + SUBSET_SHARE * (st.deadline - time.monotonic()))
+        st.poll()
+        st.raise_bound(r.bound)
+        used["subset_bound"] = {"raised_bound": st.bound - before, "proofs": r.proofs,
+                                "attempts": len(r.log), "seconds": round(r.seconds, 3)}
     # 2. MiniMalloc-style decision searches.
     if "minimalloc" in ingredients and not st.done and len(nz):
         share = 0.75 if "cp_sat" in ingredients else 1.0
@@ -508,7 +547,7 @@ def plan_optimal(
     stats = {
         "gap": 0.0 if proven else (arena - bound) / arena,
         "gap_bytes": int(arena - bound),
-        "status": "optimal" if proven else "time limit",
+        "status": _status(proven, st.stop_target, arena, st.bound),
         "ingredients": used,
         "start": {"planner": start_from[0], "arena_bytes": start_from[1]},
         "found_by": st.best_from,
@@ -517,6 +556,10 @@ def plan_optimal(
         "log": st.log,
         "seconds": time.monotonic() - t0,
     }
+    if target_bytes is not None:
+        stats["target"] = ("met" if arena <= target_bytes else
+                           "impossible" if bound > target_bytes else "open")
+        stats["target_bytes"] = int(target_bytes)
     if progress is not None:
         progress(1.0, f"optimal: arena {format_bytes(arena)}, "
                       + ("proven optimal" if proven else f"bound {format_bytes(bound)} (gap {stats['gap']:.1%})"))

@@ -10,9 +10,9 @@ from __future__ import annotations
 
 import numpy as np
 import pyqtgraph as pg
-from PySide6.QtCore import QEvent, QObject, QPointF, QRectF, Qt, Signal
-from PySide6.QtGui import QAction
-from PySide6.QtWidgets import QMenu, QToolTip, QVBoxLayout, QWidget
+from PySide6.QtCore import QEvent, QObject, QPointF, QRect, QRectF, Qt, Signal
+from PySide6.QtGui import QAction, QCursor
+from PySide6.QtWidgets import QApplication, QMenu, QToolTip, QVBoxLayout, QWidget
 
 from viewer.analysis.types import Analysis
 from viewer.export.chart_data import COLOR_MODES, ChartData, build_chart_data
@@ -26,6 +26,9 @@ PRODUCER_BRUSH = (214, 39, 40, 45)
 CONSUMER_BRUSH = (148, 103, 189, 45)
 ZOOM_STEP = 0.8  # keyboard zoom factor per press (+ zooms in by this, - out by its inverse)
 PAN_STEP = 0.1  # keyboard pan: fraction of the visible range per arrow press
+#: How long a tensor's tooltip stays while the mouse rests on it, ms (Qt's default, ~10-20 s
+#: for this text, would drop it while the user is still reading).
+TOOLTIP_MS = 10 * 60 * 1000
 #: Storage precisions offered by a rectangle's context menu (``viewer.whatif.apply``'s
 #: ``ACTIVATION_DTYPES``, in menu order).
 STORAGE_DTYPES = ("float16", "bfloat16", "int8", "float32")
@@ -66,6 +69,7 @@ class PackingChart(QWidget):
         self._min_held = 0
         self._selected: int | None = None
         self._hovered = -1
+        self._hover_key = (-1, -1)  # (tensor, operator) whose tooltip is shown; -1 for none
         self._data: ChartData | None = None
         self._chart: ChartPlot | None = None
         self._overlays: list = []
@@ -115,6 +119,7 @@ class PackingChart(QWidget):
         self._selected = None
         self._overlays = []
         self._hovered = -1
+        self._hover_key = (-1, -1)
         self.view.ci.clear()
         self._fit_layout()
 
@@ -224,7 +229,22 @@ class PackingChart(QWidget):
         ]
         if u.alias_of is not None:
             lines.append(f"in-place: shares the bytes of tensor {u.alias_of}")
-        return "<br>".join(lines)
+        return _tip_lines(lines)
+
+    def breadth_tooltip_text(self, op: int) -> str:
+        """The hover text of operator ``op``'s column on the breadth curve: its op type, its
+        operator breadth (bytes live while it runs) and how many tensors that is."""
+        a, d = self._analysis, self._data
+        if a is None or d is None or not 0 <= op < d.num_ops:
+            return ""
+        breadth = int(d.breadth[op])
+        widest = " (the widest operator)" if op == d.widest_op else ""
+        return _tip_lines([
+            f"<b>#{op} {_esc(a.op_name(op))}</b>{widest}",
+            f"breadth {format_bytes(breadth)} ({breadth:,d} B): "
+            f"{len(a.operator_profile(op))} tensors live",
+            "click for its operator profile",
+        ])
 
     def set_tensor_dtypes(self, tensor_dtypes) -> None:
         """The per-tensor storage what-ifs in force (tensor index -> dtype), so the context
@@ -306,6 +326,7 @@ class PackingChart(QWidget):
 
     def _rebuild(self) -> None:
         self._overlays = []
+        self._hover_key = (-1, -1)  # the next move shows the new drawing's text
         self._data = build_chart_data(
             self._analysis, self._plan, color_by=self._color_mode,
             model_name=self._model_name, subgraph=self._subgraph,
@@ -413,21 +434,39 @@ class PackingChart(QWidget):
                 return name, p.x(), p.y() * scale
         return None, 0.0, 0.0
 
-    def _on_scene_mouse_moved(self, scene_pos) -> None:
+    def _hover_at(self, scene_pos) -> tuple[int, int]:
+        """What the mouse at ``scene_pos`` points at: (tensor whose rectangle is under it in the
+        packing plot, operator whose column it is in on the breadth curve); -1 for none."""
         where, x, y = self._data_point(scene_pos)
-        t = self.tensor_at(x, y) if where == "packing" else None
-        t = -1 if t is None else t
-        if t != self._hovered:
-            self._hovered = t
-            self.tensor_hovered.emit(t)
-            text = self.tooltip_text(t) if t >= 0 else ""
-            self.view.viewport().setToolTip(text)
-            if text:
-                # Shown here: the graphics view consumes the viewport's own ToolTip event.
-                vp = self.view.viewport()
-                QToolTip.showText(vp.mapToGlobal(self.view.mapFromScene(scene_pos)), text, vp)
-            else:
-                QToolTip.hideText()
+        if where == "packing":
+            t = self.tensor_at(x, y)
+            return (-1 if t is None else t), -1
+        op = int(np.floor(x))
+        if where == "breadth" and self._data is not None and 0 <= op < self._data.num_ops:
+            return -1, op
+        return -1, -1
+
+    def _show_tooltip(self, global_pos, tensor: int, op: int) -> None:
+        """Show the hover text of ``tensor`` (or, for -1, of operator ``op`` on the breadth
+        curve) at ``global_pos`` (screen pixels); hide the tooltip when both are -1."""
+        text = (self.tooltip_text(tensor) if tensor >= 0
+                else self.breadth_tooltip_text(op) if op >= 0 else "")
+        if text:
+            QToolTip.showText(global_pos, text, self.view.viewport(), QRect(), TOOLTIP_MS)
+        else:
+            QToolTip.hideText()
+
+    def _on_scene_mouse_moved(self, scene_pos) -> None:
+        t, op = self._hover_at(scene_pos)
+        self._set_hovered(t)
+        if QApplication.mouseButtons() != Qt.MouseButton.NoButton:
+            return  # a drag (pan/zoom) or a click in progress: Qt itself shows no tooltip then
+        # Also when the tooltip of the same rectangle was closed by a click, a wheel zoom or a
+        # key: the next move over it brings it back, as the first move onto it did.
+        if (t, op) != self._hover_key or ((t, op) != (-1, -1) and not QToolTip.isVisible()):
+            self._hover_key = (t, op)
+            vp = self.view.viewport()
+            self._show_tooltip(vp.mapToGlobal(self.view.mapFromScene(scene_pos)), t, op)
 
     def _on_packing_view_clicked(self, vb, ev) -> None:
         """A right click on a rectangle opens its storage menu; anything else goes to the
@@ -474,11 +513,47 @@ class PackingChart(QWidget):
                 and self._chart is not None):  # re-wrap the legend row to the new width
             fit_legend(self._chart.legend, max(float(event.size().width()), 1.0))
             self._refit(float(event.size().width()), float(event.size().height()))
-        if event.type() == QEvent.Type.Leave and obj is self.view.viewport() and self._hovered != -1:
-            self._hovered = -1  # the mouse left the chart: nothing is hovered
-            self.tensor_hovered.emit(-1)
-            QToolTip.hideText()
+        if obj is self.view.viewport() and event.type() in (
+                QEvent.Type.ToolTip, QEvent.Type.Enter, QEvent.Type.Leave):
+            return self._on_viewport_hover_event(event)
         return super().eventFilter(obj, event)
+
+    def _on_viewport_hover_event(self, event: QEvent) -> bool:
+        """Keep the tooltip of what is under the pointer up while the pointer rests on it.
+
+        - ToolTip: Qt sends it once the pointer has rested ~0.7 s (only to an active window).
+          The graphics view would hand it to ``QGraphicsScene.helpEvent``, which finds no item
+          with a tooltip and *hides* the one shown on the move: under a real X server the user
+          saw it flash and vanish. Answered here instead; returns True (consumed).
+        - Leave: the pointer left the chart, or went onto the tooltip's own window (a move
+          down-right onto it): hide it and forget the hover.
+        - Enter: the pointer is back (e.g. the tooltip under it just closed): show the text of
+          what it rests on again, placed beside the pointer by Qt, without waiting for a move.
+        """
+        vp = self.view.viewport()
+        if event.type() == QEvent.Type.ToolTip:
+            self._show_tooltip(event.globalPos(), *self._hover_at(self.view.mapToScene(event.pos())))
+            return True
+        if event.type() == QEvent.Type.Leave:
+            if self._hover_key != (-1, -1):
+                self._hover_key = (-1, -1)
+                QToolTip.hideText()
+            t, op = -1, -1
+        else:  # Enter
+            pos = vp.mapFromGlobal(QCursor.pos())
+            t, op = self._hover_at(self.view.mapToScene(pos)) if vp.rect().contains(pos) else (-1, -1)
+            if (t, op) != self._hover_key:
+                self._hover_key = (t, op)
+                self._show_tooltip(QCursor.pos(), t, op)
+        self._set_hovered(t)
+        return False
+
+    def _set_hovered(self, t: int) -> None:
+        """The tensor under the pointer is now ``t`` (-1: none): emit :attr:`tensor_hovered`."""
+        if t != self._hovered:
+            self._hovered = t
+            self.view.viewport().setToolTip(self.tooltip_text(t) if t >= 0 else "")
+            self.tensor_hovered.emit(t)
 
     def keyPressEvent(self, event) -> None:
         if not self._handle_key(event.key()):
@@ -528,3 +603,9 @@ class PackingChart(QWidget):
 
 def _esc(s: str) -> str:
     return s.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+
+
+def _tip_lines(lines: list[str]) -> str:
+    """Rich tooltip text, one field a line: Qt word-wraps rich tooltips to a narrow width
+    otherwise, breaking e.g. a shape away from its tensor name."""
+    return "<br>".join(f"<nobr>{line}</nobr>" for line in lines)

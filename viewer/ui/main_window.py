@@ -127,6 +127,7 @@ class MainWindow(QMainWindow):
                            ("status", self.status_label.setText),
                            ("failed", self._on_document_failed),
                            ("other_changed", self._on_document_other_changed),
+                           ("runtime_changed", self._on_document_runtime_changed),
                            ("cancelled", self.work_cancelled.emit)):
             doc.events.connect(name, slot)
         r = self.runner
@@ -290,6 +291,7 @@ class MainWindow(QMainWindow):
         resp = doc.response
         base = doc.baseline
         self.side.set_baseline(base.showing(doc.with_temporaries) if base is not None else None)
+        self.whatif.set_runtime(resp.request.runtime)  # weights counted as check counts them
         self.side.set_response(resp, doc.planner)
         self._show_plan()
         self._on_document_selection_changed(doc.selected)
@@ -378,6 +380,14 @@ class MainWindow(QMainWindow):
             binding = (f" (binding operator #{rep.binding_op} {rep.binding_op_name})"
                        if rep.binding_op >= 0 else "")
             self.whatif.set_verdict(f"over budget by {format_bytes(-rep.headroom_bytes)}{binding}", False)
+
+    def _on_document_runtime_changed(self, runtime: str) -> None:
+        """The selector shows the runtime of the view (after a failed switch)."""
+        combo = self.runtime_combo
+        combo.blockSignals(True)
+        combo.setCurrentIndex(max(combo.findData(runtime), 0))
+        combo.blockSignals(False)
+        window_actions.update_actions(self)
 
     def _on_document_failed(self, kind: str, message: str) -> None:
         self.open_failed.emit(message)

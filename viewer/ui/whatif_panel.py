@@ -314,6 +314,18 @@ class WhatIfPanel(QWidget):
             self._inputs.append(ed)
         self.batch.setValue(max(1, sg.tensors[inputs[0]].shape[0]) if inputs and sg.tensors[inputs[0]].shape else 1)
 
+    def set_runtime(self, runtime: str) -> None:
+        """Weights as ``check --runtime RUNTIME`` counts them by default: LiteRT copies them into
+        RAM (counted); TFLite Micro reads them from flash (not counted unless ``--weights
+        copied``). Emits ``budget_changed`` when the mode changes."""
+        if runtime == getattr(self, "_runtime", "litert"):
+            return
+        self._runtime = runtime
+        tflm = runtime == "tflm"
+        self.weights.setItemText(0, "copied into RAM (counted)" if tflm else "copied (counted)")
+        self.weights.setItemText(1, "in flash (not counted)" if tflm else "mapped (page cache, not counted)")
+        self.weights.setCurrentIndex(self.weights.findData("mapped" if tflm else "copied"))
+
     def input_editors(self) -> list[_InputEditor]:
         return list(self._inputs)
 
