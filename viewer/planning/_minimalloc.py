@@ -143,7 +143,7 @@ class Decision:
 
     def __init__(self, start, end, size, capacity: int, alignment: int = 1, *,
                  params: SearchParams | None = None, sw: Sweep | None = None,
-                 quantum: float = 0.01):
+                 quantum: float = 0.01, pool=None):
         self.params = params or SearchParams()
         self.start = np.asarray(start, np.int64)
         self.end = np.asarray(end, np.int64)
@@ -156,7 +156,11 @@ class Decision:
         self.heuristic = ""
         self.seconds = 0.0
         n = len(self.size)
-        self._runners: list[_Runner] = []
+        self._runners: dict[str, _Runner] = {}
+        self.pool = pool  # a _mm_workers.WorkerPool, or None: every preorder in turns here
+        self._remote: dict[str, object] = {}  # preorder -> the worker searching it
+        self._remote_nodes: dict[str, int] = {}
+        self._dropped_nodes = 0  # nodes of local searches handed over to a worker
         if n == 0:
             self.status, self.offsets = FEASIBLE, np.zeros(0, np.int64)
             return
@@ -168,18 +172,23 @@ class Decision:
         if not self.params.static_preordering:
             heur = heur[:1]  # every preorder is the same one
         _raise_recursion_limit(n)
-        for h in dict.fromkeys(heur):
-            self._runners.append(_Runner(_Solver(self.size, self.start, self.end, self._sw,
-                                                 self.capacity, self.alignment, self.params, h)))
+        self._heuristics = list(dict.fromkeys(heur))
+        for h in self._heuristics:
+            self._runners[h] = self._runner(h)
+
+    def _runner(self, h: str) -> _Runner:
+        return _Runner(_Solver(self.size, self.start, self.end, self._sw, self.capacity,
+                               self.alignment, self.params, h))
 
     @property
     def nodes(self) -> int:
-        """Nodes searched so far, over every preorder."""
-        return sum(r.solver.nodes for r in self._runners)
+        """Nodes searched so far, over every preorder (a worker's as of its last answer)."""
+        return (sum(r.solver.nodes for r in self._runners.values()) + self._dropped_nodes
+                + sum(self._remote_nodes.values()))
 
     @property
     def backtracks(self) -> int:
-        return sum(r.solver.backtracks for r in self._runners)
+        return sum(r.solver.backtracks for r in self._runners.values())
 
     def run(self, deadline: float | None = None, cancelled: Callable[[], bool] | None = None,
             on_turn: Callable[["Decision"], None] | None = None) -> str:
@@ -188,35 +197,96 @@ class Decision:
         Returns ``feasible`` (:attr:`offsets`, shape (n,), bytes), ``infeasible`` (proven),
         ``timeout`` (resumable by another call) or ``cancelled`` (``cancelled()`` returned
         True; also resumable). ``cancelled`` and ``on_turn`` are called in the caller's
-        thread between turns (every ``quantum`` seconds).
+        thread between turns (every ``quantum`` seconds). With a worker pool, preorders whose
+        worker is ready search there at the same time (:mod:`viewer.planning._mm_workers`);
+        every worker has stopped when this returns.
         """
         if self.status is not None:
             return self.status
         deadline = float("inf") if deadline is None else deadline
         t0 = time.monotonic()
         try:
-            while True:
-                for r in self._runners:
+            status = self._turns(deadline, cancelled, on_turn)
+            if self._remote and self.status is None:
+                for w, msg in self.pool.pause(self.capacity):
+                    self._answer(w, msg)  # a worker may have answered meanwhile
+            if self.status is not None:
+                self.close()
+                return self.status
+            return status
+        finally:
+            self.seconds += time.monotonic() - t0
+
+    def _turns(self, deadline, cancelled, on_turn) -> str:
+        while True:
+            self._hand_over(deadline)
+            for h, r in list(self._runners.items()):
+                if cancelled is not None and cancelled():
+                    return CANCELLED
+                st = r.step(min(time.monotonic() + self.quantum, deadline))
+                if st in (FEASIBLE, INFEASIBLE):
+                    self.status, self.heuristic = st, h
+                    if st == FEASIBLE:
+                        self.offsets = r.solver.solution.copy()
+                    return st
+                if on_turn is not None:
+                    on_turn(self)
+                if time.monotonic() > deadline:
+                    return TIMEOUT
+            if self._remote:
+                wait = 0.0 if self._runners else min(self.quantum, max(deadline - time.monotonic(), 0))
+                for w, msg in self.pool.poll(wait):
+                    self._answer(w, msg)
+                if self.status is not None:
+                    return self.status
+                if not self._runners:
                     if cancelled is not None and cancelled():
                         return CANCELLED
-                    st = r.step(min(time.monotonic() + self.quantum, deadline))
-                    if st in (FEASIBLE, INFEASIBLE):
-                        self.status, self.heuristic = st, r.solver.heuristic
-                        if st == FEASIBLE:
-                            self.offsets = r.solver.solution.copy()
-                        self.close()
-                        return st
                     if on_turn is not None:
                         on_turn(self)
                     if time.monotonic() > deadline:
                         return TIMEOUT
-        finally:
-            self.seconds += time.monotonic() - t0
+
+    def _hand_over(self, deadline: float) -> None:
+        """Move preorders to their workers once ready; (re)start idle workers' runs."""
+        if self.pool is None:
+            return
+        for w in self.pool.ready():
+            h = w.heuristic
+            if h in self._runners and h != self._heuristics[0]:
+                r = self._runners.pop(h)
+                self._dropped_nodes += r.solver.nodes
+                r.close()
+                self._remote[h] = w
+        left = deadline - time.monotonic()
+        for w in self._remote.values():
+            if w.busy_cap is None and not w.broken and left > 0:
+                self.pool.start_run(w, self.capacity, min(left, 1e9))
+
+    def _answer(self, w, msg) -> None:
+        """Take a worker's answer (``None``: it failed, so its preorder runs here again)."""
+        h = w.heuristic
+        if msg is None or w.broken:
+            if self._remote.pop(h, None) is not None and self.status is None:
+                self._runners[h] = self._runner(h)
+            return
+        _, cap, st, nodes, offsets = msg
+        if cap != self.capacity:
+            return
+        self._remote_nodes[h] = nodes
+        if st in (FEASIBLE, INFEASIBLE) and self.status is None:
+            self.status, self.heuristic = st, h
+            if st == FEASIBLE:
+                self.offsets = np.asarray(offsets, np.int64)
 
     def close(self) -> None:
-        """End every suspended search (idempotent)."""
-        for r in self._runners:
+        """End every suspended search, here and in workers (idempotent)."""
+        for r in self._runners.values():
             r.close()
+        if self._remote:
+            self.pool.pause(self.capacity)
+            self.pool.drop(self.capacity)
+            self._remote = {}
 
     def __enter__(self) -> "Decision":
         return self
