@@ -74,8 +74,10 @@ def _switch_to_tflm(qtbot, window):
     return failed
 
 
-def test_vela_under_tflm_shows_its_offline_plan(qtbot, window, dialogs_seen):
+def test_vela_under_tflm_shows_its_offline_plan(qtbot, window, dialogs_seen, tmp_path, monkeypatch):
     """Vela's offline plan aliases scratch and scratch_fast: TFLM's plan, not an error."""
+    from viewer.ui import file_actions
+
     open_and_wait(qtbot, window, shared_model("tfmicro_person_detect_vela.tflite"))
     assert _switch_to_tflm(qtbot, window) == [] and dialogs_seen == []
     resp = window.response
@@ -89,6 +91,13 @@ def test_vela_under_tflm_shows_its_offline_plan(qtbot, window, dialogs_seen):
     assert window.whatif.weights.currentData() == "mapped"
     assert window.whatif.weights.currentText() == "in flash (not counted)"
     assert "in flash" in window.side.weights_label.text()
+    # Save with this plan refuses to replace the model's better offline plan with an online one
+    window.set_planner("greedy_by_size")
+    out = tmp_path / "vela_replanned.tflite"
+    monkeypatch.setattr(file_actions, "_ask_save", lambda *a: str(out))
+    window.save_offline_plan_action.trigger()
+    assert not out.exists()
+    assert "already carries an offline plan" in dialogs_seen[-1][1] and "74,464 B" in dialogs_seen[-1][1]
 
 
 def test_a_failed_switch_puts_the_selector_back(qtbot, window, dialogs_seen, monkeypatch):
