@@ -147,3 +147,24 @@ def test_measured_tflm_view_and_budget_are_checks(qtbot, tmp_path, dialogs_seen)
             w.whatif.verdict.text().startswith("over budget by 1.1 KiB"), w.whatif.verdict.text()
     finally:
         w.runner.shutdown()
+
+
+@pytest.mark.skipif(not __import__("viewer.runtime.tflm_probe", fromlist=["x"]).tflm_available(),
+                    reason="tflite-micro not installed")
+def test_tflm_abort_shows_the_planned_view_with_one_line(qtbot, tmp_path, dialogs_seen):
+    """mobilenet_v2_224_int8 aborts tflite-micro (SIGABRT) in the child: the window stays up,
+    shows TFLM's planned head and says in one line that TFLM aborted (cannot tell)."""
+    w = MainWindow(settings=QSettings(str(tmp_path / "s.ini"), QSettings.Format.IniFormat), measure=True)
+    qtbot.addWidget(w)
+    w.show()
+    try:
+        open_and_wait(qtbot, w, shared_model("mobilenet_v2_224_int8.tflite"))
+        assert _switch_to_tflm(qtbot, w) == [] and dialogs_seen == []
+        assert w.runtime_combo.currentData() == "tflm" and not w.response.footprint.measured
+        text = w.side.measured_label.text()
+        assert "TFLM aborted (SIGABRT)" in text and "scratch and persistent not measured" in text
+        w.whatif.use_budget.setChecked(True)
+        w.whatif.limit.value.setValue(64)  # MiB: the head fits, the tail is unknown
+        assert w.whatif.verdict.text().startswith("cannot tell"), w.whatif.verdict.text()
+    finally:
+        w.runner.shutdown()
