@@ -22,8 +22,9 @@ import pytest
 
 HERE = Path(__file__).resolve().parent
 TOOLS = ("Xvfb", "xdotool", "xwininfo")
-#: Long enough past Qt's tooltip wake-up (700 ms), when the old code hid the tooltip.
-REST_S = 1.2
+#: Well past Qt's tooltip wake-up (700 ms) + QToolTip's hide delay (300 ms), when the old code
+#: had hidden the tooltip, with a margin for a loaded machine.
+REST_S = 1.5
 
 
 class XSession:
