@@ -168,3 +168,18 @@ def test_tflm_abort_shows_the_planned_view_with_one_line(qtbot, tmp_path, dialog
         assert w.whatif.verdict.text().startswith("cannot tell"), w.whatif.verdict.text()
     finally:
         w.runner.shutdown()
+
+
+def test_a_cancelled_switch_puts_the_selector_back(qtbot, window, monkeypatch):
+    from viewer.document import tflm_work
+    from viewer.errors import PlanCancelled
+
+    open_and_wait(qtbot, window, shared_model("tfmicro_hello_world_int8.tflite"))
+
+    def cancel(*a, **k):
+        raise PlanCancelled("cancelled")
+    monkeypatch.setattr(tflm_work, "compute_tflm", cancel)
+    with qtbot.waitSignal(window.work_cancelled, timeout=60_000):
+        window.runtime_combo.setFocus()
+        qtbot.keyClick(window.runtime_combo, Qt.Key.Key_Down)
+    assert window.runtime_combo.currentData() == "litert" == window.document.runtime
