@@ -74,8 +74,10 @@ def _switch_to_tflm(qtbot, window):
     return failed
 
 
-def test_vela_under_tflm_shows_its_offline_plan(qtbot, window, dialogs_seen):
+def test_vela_under_tflm_shows_its_offline_plan(qtbot, window, dialogs_seen, tmp_path, monkeypatch):
     """Vela's offline plan aliases scratch and scratch_fast: TFLM's plan, not an error."""
+    from viewer.ui import file_actions
+
     open_and_wait(qtbot, window, shared_model("tfmicro_person_detect_vela.tflite"))
     assert _switch_to_tflm(qtbot, window) == [] and dialogs_seen == []
     resp = window.response
@@ -89,6 +91,13 @@ def test_vela_under_tflm_shows_its_offline_plan(qtbot, window, dialogs_seen):
     assert window.whatif.weights.currentData() == "mapped"
     assert window.whatif.weights.currentText() == "in flash (not counted)"
     assert "in flash" in window.side.weights_label.text()
+    # Save with this plan refuses to replace the model's better offline plan with an online one
+    window.set_planner("greedy_by_size")
+    out = tmp_path / "vela_replanned.tflite"
+    monkeypatch.setattr(file_actions, "_ask_save", lambda *a: str(out))
+    window.save_offline_plan_action.trigger()
+    assert not out.exists()
+    assert "already carries an offline plan" in dialogs_seen[-1][1] and "74,464 B" in dialogs_seen[-1][1]
 
 
 def test_a_failed_switch_puts_the_selector_back(qtbot, window, dialogs_seen, monkeypatch):
@@ -106,3 +115,35 @@ def test_a_failed_switch_puts_the_selector_back(qtbot, window, dialogs_seen, mon
     assert window.response.request.runtime == "litert"
     assert window.whatif.weights.currentData() == "copied"
     assert dialogs_seen and "TFLM planning failed" in dialogs_seen[-1][1]
+
+
+@pytest.mark.skipif(not __import__("viewer.runtime.tflm_probe", fromlist=["x"]).tflm_available(),
+                    reason="tflite-micro not installed")
+def test_measured_tflm_view_and_budget_are_checks(qtbot, tmp_path, dialogs_seen):
+    """keyword_scrambled: TFLM's head 672 B with 14 scratch buffers, tail and prepare-time extra
+    measured; the window's budget counts check's tensor_arena_size (18,080 B), so 17,000 B is
+    over budget in both (the head + tail alone, 15,168 B, would say "fits")."""
+    from viewer.cli import main
+    from viewer.model.reader import load_model
+    from viewer.runtime.tflm_probe import measure_tflm
+
+    path = shared_model("tfmicro_keyword_scrambled.tflite")
+    oracle = measure_tflm(load_model(path))
+    w = MainWindow(settings=QSettings(str(tmp_path / "s.ini"), QSettings.Format.IniFormat), measure=True)
+    qtbot.addWidget(w)
+    w.show()
+    try:
+        open_and_wait(qtbot, w, path)
+        assert _switch_to_tflm(qtbot, w) == []
+        fp = w.response.footprint
+        assert (fp.head_bytes, fp.tail_bytes) == (oracle.head_bytes, oracle.tail_bytes) == (672, oracle.tail_bytes)
+        text = w.side.measured_label.text()
+        assert f"head 672 B, tail {oracle.tail_bytes:,d} B, tensor_arena_size 18,080 B" in text
+        assert main(["check", str(path), "--runtime", "tflm", "--budget", "17000B", "--json"]) == 1
+        w.whatif.use_budget.setChecked(True)
+        w.whatif.limit.unit.setCurrentText("B")
+        w.whatif.limit.value.setValue(17000)
+        assert w.whatif.verdict.text().startswith("over budget by 1,080 B") or \
+            w.whatif.verdict.text().startswith("over budget by 1.1 KiB"), w.whatif.verdict.text()
+    finally:
+        w.runner.shutdown()

@@ -86,7 +86,8 @@ def run_check(args) -> int:
     terms = arena_terms(fp)
     report = {
         "model": str(args.model), "runtime": "tflm", "planner": fp.planner, "fits": fits,
-        "verdict": verdict, "limit_bytes": limit, "measured": fp.measured,
+        "verdict": ("fits", "does_not_fit", "", "cannot_tell")[code], "verdict_text": verdict,
+        "limit_bytes": limit, "measured": fp.measured,
         "head_bytes": fp.head_bytes, "tail_bytes": fp.tail_bytes,
         "prepare_extra_bytes": fp.prepare_extra_bytes, "alignment_margin_bytes": fp.margin_bytes,
         "tensor_arena_size_bytes": size, "weights_bytes": model.weights_bytes,
@@ -271,15 +272,26 @@ def print_side_by_side(summary: dict, diffs) -> None:
         out(f"    {d.what:<32} LiteRT: {d.litert}; TFLM: {d.tflm}.  {amount}{d.reason}")
 
 
-def export_plan(args):
-    """(analysis, plan, notes) for ``export --runtime tflm``."""
+def tflm_view(args, planner: str | None):
+    """The footprint ``export`` and ``overlay`` draw under TFLM: measured by TFLM unless
+    ``--no-measure`` (then the kernel scratch is missing, as ``check`` says), so the head is
+    ``check --runtime tflm``'s for the same file and planner."""
     from viewer.whatif.tflm_footprint import tflm_footprint
 
     model, edited, notes = _model_and_edits(args)
-    names = [args.planner] if args.planner else None
-    fp = tflm_footprint(model, planner=args.planner or "tflm_greedy", planners=names,
-                        measure=False, edited=edited, time_limit=args.time_limit)
-    return fp.analysis, fp.plans[fp.planner], notes + list(fp.notes)
+    planner = "tflm_greedy" if planner in (None, "litert") else planner
+    fp = tflm_footprint(model, planner=planner, planners=[planner],
+                        measure=getattr(args, "measure", False), edited=edited,
+                        timeout=getattr(args, "timeout", 120.0), time_limit=getattr(args, "time_limit", None),
+                        min_arena=False)
+    return fp, notes + list(fp.notes)
+
+
+def export_plan(args):
+    """(analysis, plan, notes, title suffix) for ``export --runtime tflm``."""
+    fp, notes = tflm_view(args, args.planner)
+    suffix = " (TFLite Micro)" + ("" if fp.measured else " — kernel scratch NOT included (TFLM not run)")
+    return fp.analysis, fp.plans[fp.planner], notes, suffix
 
 
 def display(path) -> str:

@@ -83,12 +83,20 @@ def run(args: argparse.Namespace) -> int:
 
         write_problem_csv(problem, args.export_csv, plans.get(best) if best else None, None,
                           args.model, force=args.force)
+    shape_check = None
     if not args.measure:
         notes.append("kernel temporaries (im2col, scratch) are not included: the runtime's arena "
                      "can be larger; add --measure to run LiteRT and include them")
+        shape_check = _stored_shape_check(prep, edits)
+        if shape_check is not None and not shape_check.ok:
+            notes.append(_shape_note(shape_check, a.subgraph))
     report = build_report(prep.model, args.subgraph, a, plans, best, notes=tuple(notes),
                           edits=_edits_dict(edits), with_offsets=args.json,
                           with_tables=args.json)
+    if shape_check is not None:
+        report["stored_shapes"] = shape_check.as_dict(a.subgraph)
+    # What the lower bound (and every planned arena) leaves out, said on the number.
+    report["lower_bound_note"] = shape_check.caveat() if shape_check is not None else ""
     report["signatures"] = [{"key": sg.key, "subgraph": sg.subgraph_index}
                             for sg in prep.model.signatures]
     if fp is not None:  # the same terms check counts (viewer.whatif.footprint)
@@ -109,6 +117,33 @@ def run(args: argparse.Namespace) -> int:
         return 0
     _print_table(report, a, args.top)
     return 0
+
+
+def _stored_shape_check(prep, edits):
+    """Are the file's shapes those LiteRT computes at prepare? (our shape rules, no runtime).
+    None when a shape edit already set the shapes (the runtime's, or marked estimated)."""
+    from viewer.model.constants import small_int_constants
+    from viewer.whatif.shapes import check_stored_shapes
+
+    if edits is not None and (dict(edits.input_shapes) or edits.batch):
+        return None
+    consts = small_int_constants(prep.model.path, prep.subgraph_index)
+    return check_stored_shapes(prep.analysis.subgraph, consts, prep.analysis.kernel_sized)
+
+
+def _shape_note(check, sg) -> str:
+    def name(t):
+        return f"#{t} '{sg.tensors[t].name[:40]}'"
+
+    if check.differs:
+        t, a, b, o = check.differs[0]
+        return (f"{len(check.differs)} tensor(s) are stored with other shapes than LiteRT computes "
+                f"at prepare, e.g. {name(t)} {list(a)} -> {list(b)} (operator #{o} "
+                f"{sg.operators[o].op_name}): sizes here are the file's; --measure gives the runtime's")
+    t, o = check.unconfirmed[0]
+    return (f"{len(check.unconfirmed)} tensor(s) are stored without a shape (rank 0) and sized by "
+            f"their kernel at prepare, e.g. {name(t)} (operator #{o} {sg.operators[o].op_name}): "
+            "--measure gives the runtime's sizes")
 
 
 def _measure(prep, timeout: float):
@@ -157,10 +192,12 @@ def _print_table(r: dict, a, top: int) -> None:
         out(f"note: {note}\n")
     out(f"  {'weights (file-backed)':<28}{_fmt(r['weights_bytes'])}\n")
     out(f"  {'naive sum':<28}{_fmt(r['naive_bytes'])}\n")
-    out(f"  {'lower bound':<28}{_fmt(lb)}\n")
+    caveat = r.get("lower_bound_note") or ""
+    tail = f"  {caveat}" if caveat else ""
+    out(f"  {'lower bound':<28}{_fmt(lb)}{tail}\n")
     alb = r.get("aligned_lower_bound_bytes", lb)
     if alb > lb:
-        out(f"  {'  with ' + str(r.get('aligned_bound_alignment', 64)) + '-byte alignment':<28}{_fmt(alb)}\n")
+        out(f"  {'  with ' + str(r.get('aligned_bound_alignment', 64)) + '-byte alignment':<28}{_fmt(alb)}{tail}\n")
     m = r.get("measured")
     if m:
         out(f"  {'  tensors only (no temps)':<28}{_fmt(m['tensor_lower_bound_bytes'])}\n")
@@ -176,7 +213,8 @@ def _print_table(r: dict, a, top: int) -> None:
     for t in (r.get("footprint") or {}).get("terms", ()):
         out(f"  footprint: {t['name']:<26}{_fmt(t['bytes'])}  [{t['source']}: {t['method']}]\n")
     gap_to = "gap to aligned bound" if alb > lb else "gap to lower bound"
-    out(f"  planner                             arena            {gap_to}\n")
+    shapes = "  (at the file's stored shapes)" if caveat else ""
+    out(f"  planner                             arena            {gap_to}{shapes}\n")
     for name, p in r["plans"].items():
         mark = "  <- smallest" if name == r["best_plan"] else ""
         if p["proven_optimal"]:

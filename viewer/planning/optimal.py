@@ -127,6 +127,7 @@ class _Anytime:
         self.best_from = ""
         self.bound = 0
         self.granularity = 1  # the optimum is a multiple of it
+        self.stop_target: int | None = None  # stop once this budget is met or proven unmeetable
         self.log: list[dict[str, Any]] = []
         self._last_fraction = 0.0
 
@@ -158,7 +159,10 @@ class _Anytime:
 
     @property
     def done(self) -> bool:
-        return self.best_arena <= self.bound
+        if self.best_arena <= self.bound:
+            return True
+        t = self.stop_target
+        return t is not None and bool(self.best_offsets) and (self.best_arena <= t or self.bound > t)
 
     def poll(self) -> None:
         if self.cancelled is not None and self.cancelled():
@@ -365,6 +369,17 @@ def _cp_sat_stage(st: _Anytime, start, end, size, idx, ids, alignment, workers: 
     return name
 
 
+def _status(proven: bool, stop_target: int | None, arena: int, bound: int) -> str:
+    """``optimal``, ``target met`` / ``target impossible`` (stopped there), or ``time limit``."""
+    if proven:
+        return "optimal"
+    if stop_target is not None and arena <= stop_target:
+        return "target met"
+    if stop_target is not None and bound > stop_target:
+        return "target impossible"
+    return "time limit"
+
+
 @register(
     NAME,
     "Optimal (proven)",
@@ -384,6 +399,7 @@ def plan_optimal(
     cp_sat_workers: int = 2,
     improved=None,
     target_bytes: int | None = None,
+    stop_at_target: bool = False,
 ) -> Plan:
     """Place every buffer in the smallest tensor arena this planner can find and prove.
 
@@ -416,6 +432,10 @@ def plan_optimal(
         A budget (bytes) to meet first: the search asks whether the arena fits in it before it
         looks for anything smaller or proves anything (the question MiniMalloc answers for
         its ``--capacity``); then it goes on as without it.
+    stop_at_target : bool
+        With ``target_bytes``: return as soon as a plan within it is found, or the proven bound
+        exceeds it (``stats["target"]`` says which: ``met``, ``impossible``, or ``open`` when
+        the time limit came first). No smaller arena is then looked for.
 
     Returns
     -------
@@ -457,6 +477,8 @@ def plan_optimal(
                      "start": {"planner": "", "arena_bytes": 0}, "found_by": "",
                      "lower_bound": 0, "log": [], "seconds": time.monotonic() - t0})
     st.granularity = size_granularity(size_all, alignment)
+    if target_bytes is not None and stop_at_target:
+        st.stop_target = int(target_bytes)
     st.raise_bound(problem.lower_bound())
     if "aligned_bound" in ingredients:
         st.raise_bound(aligned_lower_bound(first, last + 1, size_all, alignment))
@@ -525,7 +547,7 @@ def plan_optimal(
     stats = {
         "gap": 0.0 if proven else (arena - bound) / arena,
         "gap_bytes": int(arena - bound),
-        "status": "optimal" if proven else "time limit",
+        "status": _status(proven, st.stop_target, arena, st.bound),
         "ingredients": used,
         "start": {"planner": start_from[0], "arena_bytes": start_from[1]},
         "found_by": st.best_from,
@@ -534,6 +556,10 @@ def plan_optimal(
         "log": st.log,
         "seconds": time.monotonic() - t0,
     }
+    if target_bytes is not None:
+        stats["target"] = ("met" if arena <= target_bytes else
+                           "impossible" if bound > target_bytes else "open")
+        stats["target_bytes"] = int(target_bytes)
     if progress is not None:
         progress(1.0, f"optimal: arena {format_bytes(arena)}, "
                       + ("proven optimal" if proven else f"bound {format_bytes(bound)} (gap {stats['gap']:.1%})"))

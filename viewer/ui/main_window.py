@@ -12,7 +12,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from PySide6.QtCore import QByteArray, QSettings, QSize, Qt, Signal
+from PySide6.QtCore import QByteArray, QSettings, QSize, Qt, QTimer, Signal
 from PySide6.QtWidgets import QDockWidget, QFileDialog, QMainWindow, QStackedWidget, QWidget
 
 from viewer.document import Document
@@ -20,7 +20,7 @@ from viewer.document.state import OPTIMAL_TIME_LIMIT, REORDER_TIME_LIMIT
 from viewer.document.work import AnalysisResponse, plan_label
 from viewer.export.chart_data import titled_model_name
 from viewer.resources import DEMO_MODEL, resource_path
-from viewer.ui import dialogs, file_actions, window_actions
+from viewer.ui import dialogs, dock_layout, file_actions, window_actions
 from viewer.ui.chart import PackingChart
 from viewer.ui.compare import CompareView
 from viewer.ui.side_panel import SidePanel, budget_report
@@ -453,6 +453,14 @@ class MainWindow(QMainWindow):
             self.open_model(urls[0].toLocalFile())
         else:
             event.ignore()
+
+    def showEvent(self, event) -> None:  # noqa: N802 (Qt override)
+        super().showEvent(event)
+        QTimer.singleShot(0, lambda: dock_layout.balance_docks(self))
+
+    def resizeEvent(self, event) -> None:  # noqa: N802 (Qt override)
+        super().resizeEvent(event)
+        QTimer.singleShot(0, lambda: dock_layout.balance_docks(self))
 
     def closeEvent(self, event) -> None:  # noqa: N802
         self.save_layout()

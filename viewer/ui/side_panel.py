@@ -82,7 +82,8 @@ class SidePanel(QScrollArea):
         self.subgraph_combo.setToolTip("Subgraph to analyse (models with control flow have several)")
         self.subgraph_combo.currentIndexChanged.connect(self._on_subgraph_combo_changed)
         self.subgraph_row_label = QLabel("Subgraph")
-        self.graph_label = QLabel("-")
+        self.graph_label = WrapLabel("-")
+        self.graph_label.setWordWrap(True)
         self.weights_label = QLabel("-")
         self.weights_label.setToolTip(
             "Constant tensors' buffers. File-backed: a runtime that maps the model keeps them "

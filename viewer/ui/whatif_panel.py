@@ -54,6 +54,8 @@ class _InputEditor(QWidget):
         self._updating = False
         lay = QFormLayout(self)
         lay.setContentsMargins(0, 0, 0, 0)
+        # A long input name goes above its field instead of widening the dock.
+        lay.setRowWrapPolicy(QFormLayout.RowWrapPolicy.WrapLongRows)
         self.shape_edit = QLineEdit(_dims(self.original))
         self.shape_edit.setToolTip("full shape, dimensions separated by x (e.g. 1x512x512x3)")
         self.shape_edit.editingFinished.connect(self._on_shape_edit_finished)

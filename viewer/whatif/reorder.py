@@ -25,6 +25,7 @@ here).
 from __future__ import annotations
 
 import dataclasses
+import math
 import time
 from dataclasses import dataclass
 from typing import Callable, Iterable, Sequence
@@ -192,6 +193,46 @@ class _TooManySets(Exception):
     :data:`EXACT_TOTAL_CAP` in all."""
 
 
+#: Candidate expansions between two looks at the clock and at ``cancelled`` (a few ms at most).
+POLL_EVERY = 64
+#: Seconds between two progress reports inside one level.
+PROGRESS_EVERY = 0.1
+
+
+class _Poll:
+    """Deadline, cancellation and progress, looked at every :data:`POLL_EVERY` expansions.
+
+    ``tried`` counts candidate expansions (one operator appended to one kept set); ``polls``
+    counts the looks at ``cancelled``, so a test can bound the work done after a cancel.
+    """
+
+    def __init__(self, deadline, cancelled, progress):
+        self.deadline, self.cancelled, self.progress = deadline, cancelled, progress
+        self.tried = 0
+        self.polls = 0
+        self.last_report = 0.0
+
+    def check(self, fraction: float, message) -> None:
+        self.polls += 1
+        now = time.perf_counter()
+        if now > self.deadline:
+            raise _OutOfTime
+        if self.cancelled is not None and self.cancelled():
+            raise PlanCancelled("operator reordering cancelled")
+        if self.progress is not None and now - self.last_report >= PROGRESS_EVERY:
+            self.last_report = now
+            self.progress(fraction, message())
+
+
+def _prune(level: dict, width: int, by_moves: bool) -> dict:
+    """The best ``width`` sets of ``level`` by (peak, live, inversions), or inversions first."""
+    if by_moves:
+        key = lambda kv: (kv[1][1], kv[1][2])  # noqa: E731
+    else:
+        key = lambda kv: (kv[1][0], kv[1][2], kv[1][1])  # noqa: E731
+    return dict(sorted(level.items(), key=key)[:width])
+
+
 def _search(
     g: _Graph,
     *,
@@ -203,16 +244,25 @@ def _search(
     progress_span: tuple[float, float],
     label: str,
     by_moves: bool = False,
+    poll: _Poll | None = None,
 ) -> tuple[int, int, list[int], bool, int] | None:
     """Search over executed-operator sets, in order of set size.
 
-    Each set (bit mask) maps to ``[peak, inversions, live, ready]``; ``back`` remembers the set
-    it came from and the operators run on the way. With ``width=None`` every set is kept
-    (exact); when a set size exceeds :data:`EXACT_LEVEL_CAP` it raises ``_TooManySets``. With
+    Each set (bit mask) maps to ``[peak, inversions, live, ready, parent node, ops]``; a set
+    that survives its level gets a node (``parents``, ``node_ops``: the node it came from and
+    the operators run on the way), so a path costs two small entries per kept set, never a copy
+    of a mask. With ``width=None`` every set is kept (exact); when a set size exceeds
+    :data:`EXACT_LEVEL_CAP` it raises ``_TooManySets``. With ``width`` the next level is cut
+    back to the best ``width`` sets whenever it holds more than ``2 * width + 16``: memory is
+    O(width * n) bits whatever the graph's breadth (16,000 ready operators included). With
     ``bound`` given, only steps whose breadth is <= bound are taken (a valid pruning when some
     order is known to reach ``bound``). Sets are ranked by (peak, inversions), or with
     ``by_moves`` by inversions alone (then ``bound`` should be the best peak: the result is the
     order closest to the original among those that reach it).
+
+    The deadline and ``cancelled`` are looked at every :data:`POLL_EVERY` expansions, and
+    ``progress`` called at most every :data:`PROGRESS_EVERY` s, so one level of a wide graph
+    (width x ready operators expansions) is no longer the unit of cancellation.
 
     Operators that touch no arena bytes (e.g. DEQUANTIZE folded into persistent memory) run as
     soon as they are ready, in index order: that never raises any breadth, and keeps the number
@@ -228,11 +278,16 @@ def _search(
     uses, users, size, pinned, extra, succs, deps = (
         g.uses, g.users, g.size, g.pinned, g.extra, g.succs, g.deps
     )
-    lower = [(1 << o) - 1 for o in range(n)]
+    poll = poll or _Poll(deadline, cancelled, progress)
+    poll.deadline = deadline
     free = 0
     for o in range(n):
         if not uses[o] and not extra[o]:
             free |= 1 << o
+
+    def earlier_unplaced(unplaced: int, o: int) -> int:
+        # Operators below ``o`` not yet run: the inversions of running ``o`` now.
+        return (unplaced & ((1 << o) - 1)).bit_count()
 
     def close(s: int, ready: int, inv: int, ops: list[int]) -> tuple[int, int, int]:
         # Run every ready memory-free operator (and those they make ready), lowest index first.
@@ -242,7 +297,7 @@ def _search(
                 return s, ready, inv
             low = r & -r
             o = low.bit_length() - 1
-            inv += (full & ~s & lower[o]).bit_count()
+            inv += earlier_unplaced(full & ~s, o)
             s |= low
             ready ^= low
             for q in succs[o]:
@@ -256,41 +311,45 @@ def _search(
             ready0 |= 1 << o
     first_ops: list[int] = []
     s0, ready0, inv0 = close(0, ready0, 0, first_ops)
-    back: dict[int, tuple[int, tuple[int, ...]]] = {s0: (-1, tuple(first_ops))}
+    parents: list[int] = []
+    node_ops: list[tuple[int, ...]] = []
     buckets: list[dict[int, list]] = [dict() for _ in range(n + 1)]
-    buckets[s0.bit_count()][s0] = [0, inv0, g.base, ready0]
+    buckets[s0.bit_count()][s0] = [0, inv0, g.base, ready0, -1, tuple(first_ops)]
     pruned = False
     states = 0
     lo, hi = progress_span
+    cap = None if width is None else 2 * width + 16
+    k = 0
+
+    def message() -> str:
+        return f"{label}: operator {k + 1} of {n}, {poll.tried:,d} steps tried"
+
     for k in range(n + 1):
         level = buckets[k]
         if not level:
             continue
         if width is not None and len(level) > width:
             pruned = True
-            if by_moves:
-                key = lambda kv: (kv[1][1], kv[1][2])  # noqa: E731
-            else:
-                key = lambda kv: (kv[1][0], kv[1][2], kv[1][1])  # noqa: E731
-            ranked = sorted(level.items(), key=key)
-            for s_dropped, _ in ranked[width:]:
-                back.pop(s_dropped, None)
-            level = dict(ranked[:width])
+            level = _prune(level, width, by_moves)
+        for rec in level.values():  # each surviving set becomes a node of the path tree
+            parents.append(rec[4])
+            node_ops.append(rec[5])
+            rec[4] = len(parents) - 1
         if k == n:
+            buckets[k] = level
             break
-        if time.perf_counter() > deadline:
-            raise _OutOfTime
-        if cancelled is not None and cancelled():
-            raise PlanCancelled("operator reordering cancelled")
-        if progress is not None:
-            progress(lo + (hi - lo) * k / max(n, 1), f"{label}: operator {k + 1} of {n}")
-        for s, (peak, inv, live, ready) in level.items():
+        fraction = lo + (hi - lo) * k / max(n, 1)
+        poll.check(fraction, message)
+        for s, (peak, inv, live, ready, node, _ops) in level.items():
             r = ready
             unplaced = full & ~s
             while r:
                 low = r & -r
                 r ^= low
                 o = low.bit_length() - 1
+                poll.tried += 1
+                if not poll.tried % POLL_EVERY:
+                    poll.check(fraction, message)
                 alloc = 0
                 for b in uses[o]:
                     if not users[b] & s:
@@ -300,7 +359,7 @@ def _search(
                     continue
                 s2 = s | low
                 p2 = peak if peak >= step else step
-                i2 = inv + (unplaced & lower[o]).bit_count()
+                i2 = inv + earlier_unplaced(unplaced, o)
                 live2 = live + alloc
                 for b in uses[o]:
                     if not pinned[b] and not users[b] & ~s2:
@@ -312,27 +371,30 @@ def _search(
                 ops = [o]
                 if ready2 & free:
                     s2, ready2, i2 = close(s2, ready2, i2, ops)
-                nb = buckets[s2.bit_count()]
+                c = s2.bit_count()
+                nb = buckets[c]
                 cur = nb.get(s2)
                 if cur is not None and (
                     cur[1] <= i2 if by_moves else (cur[0], cur[1]) <= (p2, i2)
                 ):
                     continue
-                nb[s2] = [p2, i2, live2, ready2]
-                back[s2] = (s, tuple(ops))
+                nb[s2] = [p2, i2, live2, ready2, node, tuple(ops)]
                 states += 1
-                if width is None and (len(nb) > EXACT_LEVEL_CAP or states > EXACT_TOTAL_CAP):
-                    raise _TooManySets
+                if width is None:
+                    if len(nb) > EXACT_LEVEL_CAP or states > EXACT_TOTAL_CAP:
+                        raise _TooManySets
+                elif len(nb) > cap:
+                    pruned = True
+                    buckets[c] = _prune(nb, width, by_moves)
         buckets[k] = {}  # done with this size
     final = buckets[n].get(full)
     if final is None:
         return None  # nothing fits under ``bound``
     order: list[int] = []
-    s = full
-    while s != -1:
-        prev, ops = back[s]
-        order.extend(reversed(ops))
-        s = prev
+    node = final[4]
+    while node != -1:
+        order.extend(reversed(node_ops[node]))
+        node = parents[node]
     order.reverse()
     return final[0], final[1], order, pruned, states
 
@@ -351,13 +413,18 @@ def reorder(
     ----------
     subgraph : Subgraph
     time_limit : float or None
-        Seconds for the whole search (None: no limit). A narrow beam search first gives an
+        Seconds for the whole call (None: no limit): the analysis of the stored order, the
+        search and the check of the order found; the clock is read every :data:`POLL_EVERY`
+        steps, so it holds to a few milliseconds plus the final analysis (the caller's loading
+        and writing come on top). A narrow beam search first gives an
         upper bound; the exact search gets 60% of what is left; beam search of growing width and
         the fewest-moves pass use the rest. The best order found by then is returned.
     cancelled : callable, optional
-        Polled once per level; when it returns True the search raises ``PlanCancelled``.
+        Polled every :data:`POLL_EVERY` candidate steps (milliseconds apart, whatever the
+        graph's width); when it returns True the search raises ``PlanCancelled``.
     progress : callable, optional
-        ``progress(fraction, message)``.
+        ``progress(fraction, message)``, at most every :data:`PROGRESS_EVERY` s during the
+        search; with a time limit the fraction is at least the elapsed share of it.
     temporaries : iterable of Temporary
         Kernel temporaries measured from the runtime, with operator indices in the original
         order; each adds its bytes to its operator's breadth wherever that operator moves.
@@ -395,10 +462,24 @@ def reorder(
     best_order: list[int] = list(identity)
     exact = False
     stats: dict = {"method": "beam", "states": 0, "width": 0}
-    common = dict(cancelled=cancelled, progress=progress)
+    shown = [0.0]
+
+    def report(fraction: float, message: str) -> None:
+        # With a time limit the search ends by the deadline at the latest: the elapsed share of
+        # it is a fraction that moves even while one level of a wide graph takes seconds.
+        if limit > 0 and math.isfinite(limit):
+            fraction = max(fraction, min((time.perf_counter() - t0) / limit, 0.99))
+        shown[0] = max(shown[0], fraction)
+        progress(shown[0], message)
+
+    poll = _Poll(deadline, cancelled, report if progress is not None else None)
+    common = dict(cancelled=cancelled, progress=progress, poll=poll)
 
     def run(**kw):
-        res = _search(g, **common, **kw)
+        try:
+            res = _search(g, **common, **kw)
+        finally:
+            stats["steps"] = poll.tried
         if res is not None:
             stats["states"] += res[4]
         return res
