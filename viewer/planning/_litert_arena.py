@@ -13,8 +13,9 @@ tensor's. That is quadratic; here:
   small rounds are walked in Python;
 - past ten million overlapping pairs, one vectorised mask over the active allocations per
   tensor (:class:`Arena`);
-- tensors sorted by first operator (equal sizes) into an empty arena: one sweep over time
-  (:mod:`viewer.planning._sweep`), no pair lists.
+- tensors sorted by first operator (equal sizes), all sizes multiples of the alignment, into
+  an empty arena: one sweep over time with a best-fit gap index (:mod:`viewer.planning._sweep`),
+  no pair lists.
 
 Every path gives the offsets of the straightforward re-statement (one Python walk over every
 active allocation per tensor), which tests/planning/test_litert_fast.py checks.
@@ -271,13 +272,12 @@ def place_with_lists(arena: Arena, first: np.ndarray, last: np.ndarray, size: np
     """
     s_off, s_size, s_first, s_last = arena.arrays()
     ns, m = len(s_off), len(first)
-    if ns == 0 and _sweep.in_time_order(first):
-        # With every size a multiple of the alignment every end is aligned, and Allocate's
-        # rule is plain best fit (the sweep's gap index); otherwise its own walk.
-        rule = None if not (size % alignment).any() else (
-            lambda offs, ends, s: fit(zip(offs, ends), s, alignment))
+    if ns == 0 and not (size % alignment).any() and _sweep.in_time_order(first):
+        # Every size a multiple of the alignment: every end is aligned, and Allocate's rule
+        # is plain best fit, the sweep's gap index. (With unaligned sizes the sweep would have
+        # to walk every live tensor: quadratic when thousands live together.)
         new = np.array(_sweep.sweep_place(first.tolist(), last.tolist(), size.tolist(),
-                                          int.__add__, poll, rule), dtype=np.int64)
+                                          int.__add__, poll), dtype=np.int64)
         srt = np.argsort(new, kind="stable")  # offset order, equal offsets in insertion order
         arena.set_all(new[srt], size[srt], first[srt], last[srt])
         return new.tolist()

@@ -10,9 +10,8 @@ overlaps ``k`` exactly when ``last[j] >= first[k]``.
 
 So one sweep keeps the live placed tensors sorted by offset and drops each once its last
 operator is passed (a heap by last operator). Live tensors are pairwise live together, so their
-byte ranges are disjoint and their offsets distinct: the sorted list is the offset order the
-gap searches walk, without the pair lists (:func:`viewer.planning._overlap.overlap_lists`) or a
-sort per tensor. Same offsets as the pair-list paths, which tests/planning/test_litert_fast.py
+byte ranges are disjoint and their offsets distinct, and the gaps between them are kept sorted
+by size: no pair lists (:func:`viewer.planning._overlap.overlap_lists`), no walk per tensor. Same offsets as the pair-list paths, which tests/planning/test_litert_fast.py
 and tests/planning/test_greedy.py check against the straightforward re-statements.
 """
 
@@ -40,9 +39,14 @@ def sweep_place(
     size: list[int],
     end_of: Callable[[int, int], int],
     poll,
-    fit: Callable[[list[int], list[int], int], int] | None = None,
 ) -> list[int]:
     """Offsets of tensors placed in time order, each by a gap search over the live placed ones.
+
+    The gap search is the *best-fit* rule both planners reduce to when every end is aligned
+    (greedy_by_size always; LiteRT when every size is a multiple of the alignment): the
+    smallest gap between consecutive live tensors (from 0 below the first) that holds
+    ``size`` bytes, the lowest on ties, else the highest end. The gaps are kept sorted by
+    (bytes, start), so each tensor costs O(log n) plus the list inserts.
 
     Parameters
     ----------
@@ -54,12 +58,6 @@ def sweep_place(
         uses the aligned end, LiteRT the plain one).
     poll : viewer.planning._overlap.Poll
         Ticked as tensors are placed.
-    fit : callable, optional
-        ``fit(offsets, ends, size) -> offset``: the planner's gap search over the live placed
-        tensors, given as two lists ascending by offset. Without it, the *best-fit* rule both
-        planners reduce to when every end is aligned: the smallest gap between consecutive
-        live tensors (from 0 below the first) that holds ``size`` bytes, the lowest on ties,
-        else the highest end; found in O(log n) from the gaps kept sorted by (bytes, start).
 
     Returns
     -------
@@ -73,7 +71,6 @@ def sweep_place(
     expiry: list[tuple[int, int]] = []  # (last operator, offset) of the live ones
     out = [0] * m
     pop, push, find = heapq.heappop, heapq.heappush, bisect.bisect_left
-    keyed = fit is None
 
     def drop_gap(g: int, start: int) -> None:
         if g > 0:
@@ -87,32 +84,27 @@ def sweep_place(
         f = first[k]
         while expiry and expiry[0][0] < f:
             i = find(offs, pop(expiry)[1])
-            if keyed:
-                below = ends[i - 1] if i else 0
-                drop_gap(offs[i] - below, below)
-                if i + 1 < len(offs):
-                    drop_gap(offs[i + 1] - ends[i], ends[i])
-                    add_gap(offs[i + 1] - below, below)
+            below = ends[i - 1] if i else 0
+            drop_gap(offs[i] - below, below)
+            if i + 1 < len(offs):
+                drop_gap(offs[i + 1] - ends[i], ends[i])
+                add_gap(offs[i + 1] - below, below)
             del offs[i], ends[i]
         s = size[k]
-        if keyed:
-            j = find(gaps, s << 63)
-            best = gaps[j] & _LOW if j < len(gaps) else (ends[-1] if ends else 0)
-        else:
-            best = fit(offs, ends, s)
+        j = find(gaps, s << 63)
+        best = gaps[j] & _LOW if j < len(gaps) else (ends[-1] if ends else 0)
         out[k] = best
         i = find(offs, best)
         e = end_of(best, s)
-        if keyed:
-            below = ends[i - 1] if i else 0
-            if i < len(offs):
-                drop_gap(offs[i] - below, below)
-                add_gap(offs[i] - e, e)
-            add_gap(best - below, below)
+        below = ends[i - 1] if i else 0
+        if i < len(offs):
+            drop_gap(offs[i] - below, below)
+            add_gap(offs[i] - e, e)
+        add_gap(best - below, below)
         offs.insert(i, best)
         ends.insert(i, e)
         push(expiry, (last[k], best))
-        poll.tick(4 + (0 if keyed else len(offs) >> 3), k / m)
+        poll.tick(4, k / m)
     return out
 
 
