@@ -47,6 +47,18 @@ def test_vela_plan_gives_the_offline_head_not_a_verifier_error(capsys):
     assert r["plans"]["tflm_greedy"]["arena_bytes"] == r["tflm"]["head_bytes"] == 74464
     assert r["lower_bound_bytes"] == 74464
     assert all(p["arena_bytes"] >= r["lower_bound_bytes"] and p["gap_pct"] >= 0 for p in r["plans"].values())
+    assert r["aligned_lower_bound_bytes"] == 74464  # TFLM's sizes are 16-byte already: no other bound
+
+
+def test_vela_online_planners_do_not_alias_and_csv_exports(capsys, tmp_path):
+    m = shared_model(VELA)
+    rc, out, _ = run_cli(capsys, "plan", m, "--runtime", "tflm", "--planner", "tflm_greedy,optimal", "--json")
+    r = json.loads(out)
+    # optimal plans every tensor online: it may not take tflm_greedy's aliases as its own
+    assert r["plans"]["optimal"]["arena_bytes"] == 158160 and r["plans"]["tflm_greedy"]["arena_bytes"] == 74464
+    rc, _, err = run_cli(capsys, "plan", m, "--runtime", "tflm", "--export-csv", tmp_path / "v.csv")
+    assert rc == 0, err
+    assert (tmp_path / "v.csv").read_text().splitlines()[0] == "id,lower,upper,size,offset"
 
 
 def test_vela_check_and_export_agree_with_plan(capsys, tmp_path):

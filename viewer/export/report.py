@@ -197,7 +197,7 @@ def build_report(
     from viewer.planning.types import DEFAULT_ALIGNMENT
 
     alignment = int(alignment or DEFAULT_ALIGNMENT)
-    aligned = int(analysis.problem().aligned_lower_bound(alignment)) if analysis.usages else 0
+    aligned = gap_bound(analysis, alignment) if analysis.usages else 0  # TFLM's bound is final
     all_notes = list(notes) + [n for n in getattr(analysis, "notes", ()) if n not in notes]
     all_notes += [n for n in extra_notes if n not in all_notes]
     return {

@@ -191,22 +191,48 @@ BOUND_SHARE = 2.0
 DESCENT_TRIES = 2
 
 
+#: Seconds of searching after which the other preorders move to worker processes
+#: (:mod:`viewer.planning._mm_workers`); problems decided sooner never start one.
+PROCESSES_AFTER = 0.1
+
+
 class _Capacities:
     """Open decision searches, by capacity (bytes), resumed when the same capacity comes back."""
 
-    def __init__(self, st: _Anytime, start, end, size, idx, ids, alignment, params, stage_end):
+    def __init__(self, st: _Anytime, start, end, size, idx, ids, alignment, params, stage_end,
+                 processes: bool = False):
         self.st, self.idx, self.ids = st, idx, ids
         self.args = (start, end, size)
         self.alignment, self.params, self.stage_end = alignment, params, stage_end
         self.sw = mm.sweep(start, end)
         self.open: dict[int, mm.Decision] = {}
+        self.processes = processes
+        self.pool = None
+        self.t_start = time.monotonic()
+
+    def _start_pool(self) -> None:
+        """Start the worker processes once the search has run :data:`PROCESSES_AFTER`."""
+        if not self.processes or time.monotonic() - self.t_start < PROCESSES_AFTER:
+            return
+        self.processes = False  # once
+        from viewer.planning._mm_workers import WorkerPool
+
+        p = self.params or mm.SearchParams()
+        others = list(dict.fromkeys(p.preordering_heuristics))[1:]
+        if others and p.static_preordering:
+            self.pool = WorkerPool(*self.args, self.alignment, p, others)
+            self.st.log.append({"stage": "minimalloc", "workers": len(self.pool.workers),
+                                "preorders": others,
+                                "seconds": round(time.monotonic() - self.st.t0, 3)})
 
     def attempt(self, cap: int, seconds: float) -> str:
         """Decide "arena <= cap?" for up to ``seconds`` more; keep what it proves or finds."""
         st = self.st
+        self._start_pool()
         d = self.open.pop(cap, None)
         if d is None:
             d = mm.Decision(*self.args, cap, self.alignment, params=self.params, sw=self.sw)
+        d.pool = self.pool
         deadline = min(self.stage_end, time.monotonic() + max(seconds, 0.01))
         status = d.run(deadline, st.cancelled, lambda _d: st.report())
         st.log.append({"stage": "minimalloc", "capacity": int(cap), "status": status,
@@ -229,13 +255,18 @@ class _Capacities:
         return status
 
     def close(self) -> None:
-        for d in self.open.values():
-            d.close()
-        self.open.clear()
+        try:
+            for d in self.open.values():
+                d.close()
+            self.open.clear()
+        finally:
+            if self.pool is not None:
+                self.pool.close()
+                self.pool = None
 
 
 def _dfs_stage(st: _Anytime, start, end, size, idx, ids, alignment, params, budget: float,
-               target: int | None = None) -> str:
+               target: int | None = None, processes: bool = False) -> str:
     """Decision searches that descend from the best arena, in passes of growing time slices.
 
     Feasibility is monotone in the capacity: "infeasible at C" proves the bound C + 1, and
@@ -262,7 +293,7 @@ def _dfs_stage(st: _Anytime, start, end, size, idx, ids, alignment, params, budg
     answered, then go on as above.
     """
     stage_end = min(st.deadline, time.monotonic() + budget)
-    caps = _Capacities(st, start, end, size, idx, ids, alignment, params, stage_end)
+    caps = _Capacities(st, start, end, size, idx, ids, alignment, params, stage_end, processes)
     outcome = "open"
     slice_ = FIRST_SLICE  # the bound's attempt gets BOUND_SHARE of it; doubles every pass
     descent_slice = FIRST_SLICE  # doubles after a fruitful pass, else halves (>= slice_ / 4)
@@ -400,6 +431,7 @@ def plan_optimal(
     improved=None,
     target_bytes: int | None = None,
     stop_at_target: bool = False,
+    search_processes: bool | None = None,
 ) -> Plan:
     """Place every buffer in the smallest tensor arena this planner can find and prove.
 
@@ -436,6 +468,12 @@ def plan_optimal(
         With ``target_bytes``: return as soon as a plan within it is found, or the proven bound
         exceeds it (``stats["target"]`` says which: ``met``, ``impossible``, or ``open`` when
         the time limit came first). No smaller arena is then looked for.
+    search_processes : bool, optional
+        Run every static preorder but the first in its own worker process once the search has
+        run :data:`PROCESSES_AFTER` seconds (:mod:`viewer.planning._mm_workers`), so they
+        search at the same time on more than one core. Default: where available (POSIX, not
+        frozen, more than one core, ``ARENA_VIEWER_SEARCH_PROCESSES`` not ``0``). Every worker
+        has ended when the planner returns.
 
     Returns
     -------
@@ -529,8 +567,12 @@ def plan_optimal(
         share = 0.75 if "cp_sat" in ingredients else 1.0
         before = (st.best_arena, st.bound)
         budget = (st.deadline - time.monotonic()) * share
+        if search_processes is None:
+            from viewer.planning._mm_workers import available
+
+            search_processes = available()
         used["minimalloc"] = {"result": _dfs_stage(st, start, end, size, nz, ids_all, alignment, params,
-                                                   budget, target_bytes),
+                                                   budget, target_bytes, search_processes),
                               "improved_arena": before[0] - st.best_arena,
                               "raised_bound": st.bound - before[1]}
     # 3. CP-SAT for the rest of the time.
