@@ -6,12 +6,15 @@ proves feasible. For each instance and repetition this runs, one after the other
 so both see the same load):
 
 - MiniMalloc (C++, ``--capacity=1048576``), wall time of its process;
-- ours given the capacity (``plan_optimal(target_bytes=1048576)``, the question MiniMalloc is
-  asked), in a fresh Python process: the time from reading the CSV to the first plan at or
-  below the capacity (its ``improved`` callback; imports not counted); stopped there;
-- ours not told the capacity (``plan_optimal`` as ``plan-csv --planner optimal`` runs it):
-  the same time, then on until it proves its arena optimal or ``--time-limit``, which gives
-  the proven bound. CP-SAT gets one worker.
+- ours **given the capacity**, the same question MiniMalloc is asked
+  (``plan-csv --capacity 1048576``: ``plan_optimal(target_bytes=1048576,
+  stop_at_target=True)``), in a fresh Python process: the time from reading the CSV to the
+  first plan at or below the capacity (its ``improved`` callback; imports not counted), where
+  the planner stops;
+- ours **not told** the capacity (``plan-csv --planner optimal``, which minimises the arena):
+  the time from reading the CSV to its first plan at or below the capacity, then on until it
+  proves its arena optimal or ``--time-limit``, which gives the proven bound. CP-SAT gets one
+  worker.
 
 It prints per instance the median of ``--repeats`` (default 3) runs of each, the ratios
 ours / MiniMalloc (<= 1.0: ours is as fast or faster), and our final arena, bound and whether it
@@ -99,17 +102,23 @@ def build_minimalloc(src: Path, absl: Path, build_dir: Path) -> Path:
     return binary
 
 
-def run_minimalloc(binary: Path, csv_path: Path, time_limit: float, out_dir: Path) -> float | None:
-    """Seconds MiniMalloc's process takes to find a solution at the capacity (None: none)."""
+def run_minimalloc(binary: Path, csv_path: Path, time_limit: float, out_dir: Path):
+    """Wall seconds MiniMalloc's process takes to find a solution at the capacity (None: none)
+    and its CPU seconds."""
+    import resource
+
     out = out_dir / f"{csv_path.stem}.solution.csv"
     out.unlink(missing_ok=True)
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
     t0 = time.perf_counter()
     r = subprocess.run([str(binary), f"--capacity={CAPACITY}", f"--input={csv_path}",
                         f"--output={out}", f"--timeout={time_limit:g}s"],
                        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     dt = time.perf_counter() - t0
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    cpu = (after.ru_utime + after.ru_stime) - (before.ru_utime + before.ru_stime)
     ok = r.returncode == 0 and out.exists() and out.stat().st_size > 0
-    return dt if ok else None
+    return (dt if ok else None), cpu
 
 
 def run_ours(csv_path: Path, time_limit: float, given: bool) -> dict:
@@ -126,7 +135,6 @@ def child(csv_path: Path, time_limit: float, given: bool) -> int:
     """Plan one instance; print JSON: seconds to a plan <= capacity, arena, bound, proven.
 
     ``given``: tell the planner the capacity and stop at the first plan within it."""
-    from viewer.errors import PlanCancelled
     from viewer.planning import verify_plan
     from viewer.planning.csv_io import read_problem_csv
     from viewer.planning.optimal import plan_optimal
@@ -140,19 +148,26 @@ def child(csv_path: Path, time_limit: float, given: bool) -> int:
             hit.append(time.perf_counter() - t0)
 
     if given:
-        try:
-            plan_optimal(problem, 1, time_limit=time_limit, cp_sat_workers=1, improved=improved,
-                         target_bytes=CAPACITY, cancelled=lambda: bool(hit))
-        except PlanCancelled:
-            pass
-        print(json.dumps({"seconds": hit[0] if hit else None}))
+        plan = plan_optimal(problem, 1, time_limit=time_limit, cp_sat_workers=1,
+                            improved=improved, target_bytes=CAPACITY, stop_at_target=True)
+        verify_plan(problem, plan)
+        print(json.dumps({"seconds": hit[0] if hit else None, "cpu": _cpu()}))
         return 0
     plan = plan_optimal(problem, 1, time_limit=time_limit, cp_sat_workers=1, improved=improved)
     verify_plan(problem, plan)
     print(json.dumps({"seconds": hit[0] if hit else None, "arena": plan.arena_bytes,
                       "bound": plan.bound_bytes, "proven": plan.proven_optimal,
-                      "total": time.perf_counter() - t0}))
+                      "total": time.perf_counter() - t0, "cpu": _cpu()}))
     return 0
+
+
+def _cpu() -> float:
+    """CPU seconds of this process and its finished children (user + system)."""
+    import resource
+
+    own = resource.getrusage(resource.RUSAGE_SELF)
+    kids = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return own.ru_utime + own.ru_stime + kids.ru_utime + kids.ru_stime
 
 
 def read_recorded() -> tuple[dict[str, float], str]:
@@ -198,6 +213,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--repeats", type=int, default=3, help="runs of each per instance (default 3)")
     ap.add_argument("--instances", default=",".join(INSTANCES), help="e.g. A,B,C (default A-K)")
     ap.add_argument("--dir", type=Path, default=BENCH, help=f"instance folder (default {BENCH})")
+    ap.add_argument("--modes", default="given,blind",
+                    help="ours timed given the capacity (given), not told it (blind), or both "
+                         "(default given,blind)")
     ap.add_argument("--heuristics-only", action="store_true",
                     help="only the heuristic planners, once per instance")
     ap.add_argument("--child", type=Path, help=argparse.SUPPRESS)
@@ -231,53 +249,74 @@ def main(argv: list[str] | None = None) -> int:
         print(f"MiniMalloc times recorded, not measured now: {note}")
     out_dir = Path(tempfile.mkdtemp(prefix="bench-minimalloc-"))
 
-    mm_times = {k: [] for k, _ in files}
-    ours = {k: [] for k, _ in files}
-    given = {k: [] for k, _ in files}
+    modes = [m for m in ("given", "blind") if m in args.modes.split(",")]
+    print(f"load average at start: {_load()}", flush=True)
+    mm_runs = {k: [] for k, _ in files}
+    ours = {m: {k: [] for k, _ in files} for m in modes}
     for rep in range(args.repeats):
         for letter, f in files:
             if binary is not None:
-                mm_times[letter].append(run_minimalloc(binary, f, args.time_limit, out_dir))
-            given[letter].append(run_ours(f, args.time_limit, True)["seconds"])
-            ours[letter].append(run_ours(f, args.time_limit, False))
-            o = ours[letter][-1]
-            mt = mm_times[letter][-1] if binary is not None else recorded.get(letter)
-            print(f"  run {rep + 1} {letter}: MiniMalloc {_s(mt)}, ours given the capacity "
-                  f"{_s(given[letter][-1])}, ours not told {_s(o['seconds'])} "
-                  f"(arena {o['arena'] / CAPACITY:.4f}, bound {o['bound'] / CAPACITY:.4f}, "
-                  f"{'proven' if o['proven'] else 'not proven'}, {o['total']:.1f} s in all)",
-                  flush=True)
+                mm_runs[letter].append(run_minimalloc(binary, f, args.time_limit, out_dir))
+            for m in modes:
+                ours[m][letter].append(run_ours(f, args.time_limit, m == "given"))
+            mt = mm_runs[letter][-1] if binary is not None else (recorded.get(letter), None)
+            line = f"  run {rep + 1} {letter}: MiniMalloc {_s(mt[0])} s ({_s(mt[1])} CPU)"
+            for m in modes:
+                o = ours[m][letter][-1]
+                line += f", ours {LABELS[m]} {_s(o['seconds'])} s ({_s(o['cpu'])} CPU)"
+            if "blind" in modes:
+                o = ours["blind"][letter][-1]
+                line += (f" (arena {o['arena'] / CAPACITY:.4f}, bound {o['bound'] / CAPACITY:.4f}, "
+                         f"{'proven' if o['proven'] else 'not proven'}, {o['total']:.1f} s in all)")
+            print(line, flush=True)
     shutil.rmtree(out_dir, ignore_errors=True)
-
-    print(f"\ntime to a plan <= {CAPACITY:,} bytes, median of {args.repeats}"
+    print(f"load average at end: {_load()}")
+    print(f"\ntime to a plan <= {CAPACITY:,} bytes (wall s), median of {args.repeats}"
           f"{' (MiniMalloc: recorded)' if binary is None else ', interleaved'}; "
-          f"time limit {args.time_limit:g} s")
-    print(f"{'':<5}{'MiniMalloc':>11}{'ours, given capacity':>22}{'ours, not told':>18}")
-    print(f"{'inst':<5}{'s':>11}{'s':>12}{'ratio':>10}{'s':>10}{'ratio':>8}"
-          "   ours not told: arena / bound (x capacity)")
-    ratios: dict[str, list[float]] = {"given": [], "blind": []}
+          f"time limit {args.time_limit:g} s; CPU = CPU seconds of the whole process (ours: with "
+          "Python start-up, imports and any worker processes)")
+    head = f"{'inst':<5}{'MiniMalloc':>11}{'CPU':>7}"
+    for m in modes:
+        head += f"{'ours ' + LABELS[m]:>26}{'CPU':>7}{'ratio':>7}"
+    print(head + ("   not told: arena / bound (x capacity)" if "blind" in modes else ""))
+    ratios: dict[str, list[float]] = {m: [] for m in modes}
     inf = float("inf")
     for letter, _ in files:
-        m = recorded.get(letter) if binary is None else _median(mm_times[letter])
-        g = _median([x if x is not None else inf for x in given[letter]])
-        o = _median([r["seconds"] if r["seconds"] is not None else inf for r in ours[letter]])
-        cells = []
-        for key, t in (("given", g), ("blind", o)):
-            r = t / m if (m and t is not None and t != inf) else None
+        if binary is None:
+            m_s, m_cpu = recorded.get(letter), None
+        else:
+            m_s = _median([r[0] for r in mm_runs[letter]])
+            m_cpu = _median([r[1] for r in mm_runs[letter] if r[0] is not None])
+        row = f"{letter:<5}{_s(m_s):>11}{_s(m_cpu):>7}"
+        for m in modes:
+            t = _median([r["seconds"] if r["seconds"] is not None else inf for r in ours[m][letter]])
+            cpu = _median([r["cpu"] for r in ours[m][letter]])
+            r = t / m_s if (m_s and t is not None and t != inf) else None
             if r is not None:
-                ratios[key].append(r)
-            cells.append((t, r))
-        last = ours[letter][-1]
-        proof = "proven" if last["proven"] else "not proven"
-        print(f"{letter:<5}{_s(m):>11}{_s(cells[0][0]):>12}{_s(cells[0][1]):>10}"
-              f"{_s(cells[1][0]):>10}{_s(cells[1][1]):>8}   "
-              f"{last['arena'] / CAPACITY:.4f} / {last['bound'] / CAPACITY:.4f} {proof}")
-    for key, label in (("given", "given the capacity"), ("blind", "not told")):
-        rs = ratios[key]
+                ratios[m].append(r)
+            row += f"{_s(t):>26}{_s(cpu):>7}{_s(r):>7}"
+        if "blind" in modes:
+            last = ours["blind"][letter][-1]
+            proof = "proven" if last["proven"] else "not proven"
+            row += f"   {last['arena'] / CAPACITY:.4f} / {last['bound'] / CAPACITY:.4f} {proof}"
+        print(row)
+    for m in modes:
+        rs = ratios[m]
         if rs:
-            print(f"ours {label}: geometric mean ratio {statistics.geometric_mean(rs):.2f}, "
+            print(f"ours {LABELS[m]}: geometric mean ratio {statistics.geometric_mean(rs):.2f}, "
                   f"<= MiniMalloc on {sum(r <= 1.0 for r in rs)} of {len(files)}")
     return 0
+
+
+#: Column names of the two ways ours is timed.
+LABELS = {"given": "given capacity", "blind": "not told"}
+
+
+def _load() -> str:
+    try:
+        return " ".join(f"{x:.2f}" for x in os.getloadavg())
+    except OSError:
+        return "unknown"
 
 
 def _median(xs):

@@ -44,11 +44,20 @@ def test_over_budget_exit_1_prints_arena_budget_and_binding_operator(chain, caps
 
 
 def test_runtime_overhead_counts(chain, capsys):
-    rc, out, _ = run_cli(capsys, "check", str(chain), "--budget", "1MiB", "--planner", "naive")
-    assert rc == 0 and arena_of(out) == 4 * 768  # naive sum
-    rc, out, _ = run_cli(capsys, "check", str(chain), "--budget", "4000", "--planner", "naive",
-                         "--runtime-overhead", "1000")
-    assert rc == 1 and "used: 4,072 B" in out
+    rc, out, _ = run_cli(capsys, "check", str(chain), "--budget", "1MiB")
+    assert rc == 0 and arena_of(out) == 3 * 768  # LiteRT's arena: the breadth
+    rc, out, _ = run_cli(capsys, "check", str(chain), "--budget", "3300", "--runtime-overhead", "1000")
+    assert rc == 1 and "used: 3,304 B" in out
+
+
+def test_another_planner_is_a_whatif_not_the_verdict(chain, capsys):
+    """--planner naive: LiteRT does not lay its arena out that way, so the verdict counts the
+    runtime's arena (2,304 B) and naive's (3,072 B) is printed as a what-if line."""
+    rc, out, _ = run_cli(capsys, "check", str(chain), "--budget", "3000", "--planner", "naive")
+    assert rc == 0 and arena_of(out) == 3 * 768 and "with planner litert" in out
+    assert ("  what-if: with naive's layout the tensor arena would be 3,072 B (3.0 KiB) [planned: "
+            in out) and "used 3,072 B (3.0 KiB), over budget by 72 B" in out
+    assert "  LiteRT does not use that layout (it plans its own arena): the verdict above counts the runtime's" in out
 
 
 @pytest.mark.parametrize(
@@ -74,14 +83,14 @@ def test_missing_model_is_exit_2(tmp_path, capsys):
 
 def test_edits_change_the_verdict(chain, capsys):
     # batch 4 quadruples every tensor; int8 quarters it back.
-    rc, out1, _ = run_cli(capsys, "check", str(chain), "--budget", "5000", "--planner", "naive")
-    rc4, out4, _ = run_cli(capsys, "check", str(chain), "--budget", "5000", "--planner", "naive", "--batch", "4")
-    rc8, out8, _ = run_cli(capsys, "check", str(chain), "--budget", "5000", "--planner", "naive", "--batch", "4",
+    rc, out1, _ = run_cli(capsys, "check", str(chain), "--budget", "5000")
+    rc4, out4, _ = run_cli(capsys, "check", str(chain), "--budget", "5000", "--batch", "4")
+    rc8, out8, _ = run_cli(capsys, "check", str(chain), "--budget", "5000", "--batch", "4",
                            "--activation-dtype", "int8")
     assert (rc, rc4, rc8) == (0, 1, 0)
-    assert arena_of(out4) == 4 * arena_of(out1) == 4 * 3072
+    assert arena_of(out4) == 4 * arena_of(out1) == 4 * 2304
     assert arena_of(out8) == arena_of(out1)
-    assert "tensor arena at batch 4" in out4 and "largest batch: 1" in out4
+    assert "tensor arena at batch 4" in out4 and "largest batch: 2" in out4
 
 
 @pytest.mark.shared
@@ -290,3 +299,25 @@ def test_an_internal_error_is_exit_70_not_3(chain, capsys, monkeypatch):
     monkeypatch.setattr(check, "footprint", boom)
     rc, out, err = run_cli(capsys, "check", str(chain), "--budget", "1MiB")
     assert rc == 70 and "internal error" in err and err.count("\n") == 1
+
+
+@pytest.mark.shared
+def test_other_planner_smaller_than_litert_does_not_make_it_fit(capsys):
+    """tfmicro_hello_world_int8: LiteRT's arena is 144 B, greedy_by_size's layout 129 B. At a
+    140 B limit the board does not fit (was: exit 0 'fits' with greedy_by_size's figure)."""
+    import json
+
+    p = shared_model("tfmicro_hello_world_int8.tflite")
+    argv = ["check", str(p), "--budget", "140", "--weights", "mapped", "--planner", "greedy_by_size"]
+    rc, out, _ = run_cli(capsys, *argv)
+    assert rc == 1 and "DOES NOT FIT in 140 B with planner litert" in out
+    assert "  tensor arena at batch 1: 144 B  [measured: LiteRT's arena" in out
+    assert "  what-if: with greedy_by_size's layout the tensor arena would be 129 B [planned:" in out
+    assert "used 129 B, headroom 11 B" in out and "LiteRT does not use that layout" in out
+    rc, out, _ = run_cli(capsys, *argv, "--json")
+    r = json.loads(out)
+    assert rc == 1 and r["verdict"] == "does_not_fit" and r["planner"] == "litert"
+    assert r["arena_bytes"] == 144 and r["used_bytes"] == 144
+    w = r["whatif_planner"]
+    assert w["planner"] == "greedy_by_size" and w["arena_bytes"] == 129 and w["headroom_bytes"] == 11
+    assert "LiteRT does not use this layout" in w["note"]

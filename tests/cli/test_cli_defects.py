@@ -78,3 +78,24 @@ def test_negative_budget_and_the_same_model_twice_are_one_clear_line(tmp_path, c
     assert main(["compare", m, m, "--no-measure"]) == 2
     err = capsys.readouterr().err
     assert "given twice" in err and len(err.strip().splitlines()) == 1
+
+
+def test_rescale_hint_only_where_it_helps(capsys):
+    """From the new-user walk-through: a batch LiteRT refuses (im2col past the 32-bit limit) and
+    fixed_flatten's Flatten -> FULLY_CONNECTED (which --rescale-fixed-sizes cannot rescale
+    either) both ended with "add --rescale-fixed-sizes": a dead-end hint."""
+    unet = shared_model("unet_256.tflite")
+    code, _, err = run_cli(capsys, "check", unet, "--budget", "1GiB", "--batch", "100000000")
+    assert code == 2 and err.count("\n") == 1
+    assert "exceed the 32-bit integer limit" in err and "rescale" not in err, err
+    flat = shared_model("fixed_flatten.tflite")
+    code, _, err = run_cli(capsys, "plan", flat, "--input-shape", "1x64x64x3")
+    assert code == 2 and err.count("\n") == 1
+    assert "operator 1 (RESHAPE)" in err and "rescale" not in err, err
+    code, _, err = run_cli(capsys, "plan", flat, "--input-shape", "1x64x64x3", "--rescale-fixed-sizes")
+    assert code == 2 and "rescale" not in err, err
+    # unet at 300x300: rescaling fails too (37 x 18 fixed reshape), so no hint; at 512 it works.
+    code, _, err = run_cli(capsys, "plan", unet, "--input-shape", "1x300x300x3")
+    assert code == 2 and "rescale" not in err, err
+    code, _, err = run_cli(capsys, "plan", unet, "--input-shape", "1x512x512x3")
+    assert code == 2 and "add --rescale-fixed-sizes" in err, err

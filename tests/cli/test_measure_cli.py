@@ -113,6 +113,16 @@ def test_bad_runs_is_exit_2(tmp_path, capsys, value):
     assert rc == 2 and "--runs" in err
 
 
+@pytest.mark.parametrize("extra", [[], ["--cgroup"], ["--runtime", "tflm"]])
+def test_runs_has_an_upper_bound_one_line_exit_2(tmp_path, capsys, extra):
+    """--runs 1000000 ran until the tester's timeout; now refused before any process starts."""
+    p = write(tmp_path, "chain.tflite", add_chain(1))
+    rc, out, err = run_cli(capsys, "measure", str(p), "--runs", "1000000", *extra)
+    assert rc == 2 and out == ""
+    assert err == ("arena-viewer: error: --runs 1000000: at most 1,000 invocations per process "
+                   "(page faults and VmHWM settle after the first few; the default is 3)\n")
+
+
 def test_missing_model_is_exit_2(tmp_path, capsys):
     p = tmp_path / "missing.tflite"
     rc, _, err = run_cli(capsys, "measure", str(p))

@@ -205,3 +205,43 @@ def test_plan_lists_signature_keys_and_measures_each_signature_through_its_runne
     assert "signatures: add (subgraph 0), sub (subgraph 1)" in capsys.readouterr().out
     assert main(["plan", str(p), "--signature", "nope"]) == 2
     assert "no signature 'nope'" in capsys.readouterr().err
+
+
+def _wrong_stored_shapes() -> bytes:
+    """B8 in small: x[1,8,8,3] -> ADD(x, x) -> o0, o1, each stored as [1,4] (16 B) though
+    LiteRT sizes them [1,8,8,3] (768 B) at prepare."""
+    ts = [tensor("in", (1, 8, 8, 3)), tensor("o0", (1, 4)), tensor("o1", (1, 4))]
+    return build(ts, [(0, [0, 0], [1]), (0, [0, 0], [2])], [0], [1, 2])
+
+
+def test_lower_bound_of_wrong_stored_shapes_says_so_on_the_number(tmp_path, capsys):
+    p = write(tmp_path, "wide.tflite", _wrong_stored_shapes())
+    rc, out, err = run_cli(capsys, "plan", str(p), "--planner", "greedy_by_size")
+    assert rc == 0, err
+    lb = next(line for line in out.splitlines() if line.strip().startswith("lower bound"))
+    assert "800 B" in lb  # 768 + 2 x 16, the file's shapes
+    assert lb.endswith("of the file's stored shapes; LiteRT computes other shapes at prepare "
+                       "(shape rules): run with --measure")
+    assert "note: 2 tensor(s) are stored with other shapes than LiteRT computes at prepare, e.g. " \
+           "#1 'o0' [1, 4] -> [1, 8, 8, 3] (operator #0 ADD)" in out
+    assert "(at the file's stored shapes)" in out
+    # Our rules' figure beside it (LiteRT allocates 3 x 768 B here; check --measure agrees).
+    assert "    at LiteRT's shapes                 2,304 B     2.3 KiB  [estimated: our shape rules; " \
+           "kernel temporaries not included]" in out
+    rc, out, err = run_cli(capsys, "plan", str(p), "--planner", "greedy_by_size", "--json")
+    r = json.loads(out)
+    assert r["lower_bound_note"].startswith("of the file's stored shapes")
+    assert r["stored_shapes"]["status"] == "differs" and r["stored_shapes"]["differs_count"] == 2
+    assert r["stored_shapes"]["computed_lower_bound_bytes"] == 3 * 768
+    assert r["stored_shapes"]["differs"][0] == {
+        "id": 1, "name": "o0", "stored_shape": [1, 4], "computed_shape": [1, 8, 8, 3],
+        "op": 0, "op_name": "ADD"}
+
+
+def test_right_stored_shapes_carry_no_caveat(tmp_path, capsys):
+    p = write(tmp_path, "chain.tflite", add_chain(3))
+    rc, out, err = run_cli(capsys, "plan", str(p), "--json")
+    r = json.loads(out)
+    assert r["lower_bound_note"] == "" and r["stored_shapes"]["status"] == "as_stored"
+    rc, out, err = run_cli(capsys, "plan", str(p))
+    assert "stored shapes" not in out

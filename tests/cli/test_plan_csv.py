@@ -213,3 +213,77 @@ def test_huge_size_is_exit_2_not_an_overflow(tmp_path, capsys):
     p = write(tmp_path, "id,lower,upper,size\na,0,10,99999999999999999999999\n")
     rc, out, err = run_cli(capsys, "plan-csv", str(p))
     assert rc == 2 and "line 2" in err and str(p) in err and "internal error" not in err
+
+
+# -- --capacity: "does it fit in SIZE?" (exit 0 fits, 1 proven not to, 3 not decided) ----------
+
+def _instance(letter: str) -> Path:
+    path = SHARED / "benchmarks" / "minimalloc" / f"{letter}.1048576.csv"
+    if not path.exists():
+        pytest.skip(f"{path} not present (../shared is not beside this checkout)")
+    return path
+
+
+def test_capacity_fits_names_the_planner_and_exits_0(tmp_path, capsys):
+    p = write(tmp_path, INPUT_12)
+    rc, out, err = run_cli(capsys, "plan-csv", str(p), "--capacity", "12")
+    assert rc == 0, err
+    assert "optimal" in out  # --capacity adds the exact planner to the default list
+    assert out.splitlines()[-1].startswith("capacity 12 B: fits (greedy_by_size: 12 B in ")
+
+
+def test_capacity_below_the_breadth_does_not_fit_exit_1(tmp_path, capsys):
+    p = write(tmp_path, INPUT_12)
+    rc, out, err = run_cli(capsys, "plan-csv", str(p), "--capacity", "11", "--json")
+    assert rc == 1, err
+    v = json.loads(out)["capacity"]
+    assert v["verdict"] == "does not fit" and v["bound_bytes"] == 12 and v["exit_code"] == 1
+    assert "breadth is 12 B" in v["line"]
+
+
+def test_capacity_not_decided_says_so_exit_3(tmp_path, capsys):
+    # naive alone (20 B) at 15 B: no plan fits, and nothing proves the breadth (12 B) unmeetable.
+    p = write(tmp_path, INPUT_12)
+    rc, out, err = run_cli(capsys, "plan-csv", str(p), "--capacity", "15", "--planner", "naive")
+    assert rc == 3, err
+    last = out.splitlines()[-1]
+    assert last.startswith("capacity 15 B: not decided (") and "add --planner optimal" in last
+    assert "best arena 20 B, proven bound 12 B" in last
+
+
+def test_capacity_exact_planner_stops_at_the_first_plan_within_it(capsys):
+    # E: heuristics reach 1.40x, the optimum is the breadth (1.0x); asked for 1.25 MiB the exact
+    # planner stops at a plan within it instead of going on to the optimum.
+    path = _instance("E")
+    cap = 1310720
+    rc, out, err = run_cli(capsys, "plan-csv", str(path), "--capacity", str(cap), "--json",
+                           "--planner", "optimal", "--time-limit", "60")
+    assert rc == 0, err
+    r = json.loads(out)
+    arena = r["plans"]["optimal"]["arena_bytes"]
+    assert arena <= cap and r["capacity"]["verdict"] == "fits"
+    assert not r["plans"]["optimal"]["proven_optimal"]  # it did not look further
+
+
+def test_capacity_time_limit_is_an_honest_not_decided(capsys):
+    # D at 0.95 MiB: no one has found a plan below 0.994 MiB, nor proven one impossible.
+    path = _instance("D")
+    rc, out, err = run_cli(capsys, "plan-csv", str(path), "--capacity", "996147",
+                           "--planner", "optimal", "--time-limit", "0.3")
+    assert rc == 3, err
+    last = out.splitlines()[-1]
+    assert last.startswith("capacity 996,147 B (972.8 KiB): not decided (no plan within it found "
+                           "in the time limit by optimal; best arena ")
+    assert "proven bound 986,112 B" in last
+
+
+@pytest.mark.parametrize(
+    "value, needle",
+    [("-3", "negative"), ("0", "more than 0 bytes"), ("abc", "cannot read size"),
+     ("1e30", "too large"), ("4XB", "cannot read size")],
+)
+def test_bad_capacity_is_one_line_exit_2(tmp_path, capsys, value, needle):
+    p = write(tmp_path, INPUT_12)
+    rc, out, err = run_cli(capsys, "plan-csv", str(p), "--capacity", value)
+    assert rc == 2 and out == "" and err.count("\n") == 1, err
+    assert "--capacity" in err and needle in err, err

@@ -47,7 +47,7 @@ def test_check_small_model_needs_more_than_head_plus_tail(capsys):
 def test_check_without_measurement_never_says_fits(tmp_path, capsys):
     m = write(tmp_path, "chain.tflite", add_chain(3))
     rc, out, _ = run_cli(capsys, "check", str(m), "--runtime", "tflm", "--budget", "1MiB", "--no-measure")
-    assert rc == 3 and "NOT VERIFIED" in out and "scratch and persistent not measured" in out  # cannot tell
+    assert rc == 3 and "CANNOT TELL" in out and "scratch and persistent not measured" in out  # cannot tell
     rc, out, _ = run_cli(capsys, "check", str(m), "--runtime", "tflm", "--budget", "100B", "--no-measure")
     assert rc == 1 and "DOES NOT FIT" in out
 

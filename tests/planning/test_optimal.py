@@ -172,6 +172,13 @@ def test_never_worse_than_heuristics_on_random_problems():
         assert problem.lower_bound() <= plan.bound_bytes <= plan.arena_bytes
 
 
+def _instance(letter: str):
+    p = BENCH / f"{letter}.1048576.csv"
+    if not p.exists():
+        pytest.skip(f"{p} not present (../shared is not beside this checkout)")
+    return p
+
+
 def _hard_problem() -> PlanningProblem:
     """MiniMalloc benchmark instance B: the search runs for seconds before it closes the gap.
 
@@ -388,6 +395,32 @@ def test_target_is_decided_first():
     plan = plan_optimal(problem, 1, time_limit=1.0, target_bytes=1048576)
     searches = [e for e in plan.stats["log"] if e["stage"] == "minimalloc"]
     assert searches and searches[0]["capacity"] == 1048576
+
+
+def test_stop_at_target_met_impossible_and_verified():
+    """stop_at_target: returns at the first plan within the target (status ``target met``),
+    at once when the breadth already exceeds it (``target impossible``), and every plan it
+    returns is a valid one."""
+    # Three buffers live together (breadth 12) plus one after: optimum 12.
+    problem = PlanningProblem([Buffer(0, 0, 1, 4), Buffer(1, 0, 1, 4), Buffer(2, 0, 2, 4),
+                               Buffer(3, 2, 3, 8)], 4)
+    met = plan_optimal(problem, 1, time_limit=5, target_bytes=100, stop_at_target=True,
+                       ingredients=NO_HEURISTICS)
+    verify_plan(problem, met)
+    assert met.arena_bytes <= 100 and met.stats["target"] == "met"
+    no = plan_optimal(problem, 1, time_limit=5, target_bytes=11, stop_at_target=True)
+    assert no.stats["target"] == "impossible" and no.bound_bytes == 12
+    assert no.stats["status"] == "optimal"  # the heuristics meet the bound: proven first
+    gap = plan_optimal(problem, 1, time_limit=5, target_bytes=11, stop_at_target=True,
+                       ingredients=NO_HEURISTICS)  # stacked: 20 B, nothing proven above 12
+    assert gap.stats["status"] == "target impossible" and gap.arena_bytes == 20
+
+
+def test_stop_at_target_does_not_minimise_further():
+    problem = read_problem_csv(_instance("E"))[0]
+    plan = plan_optimal(problem, 1, time_limit=60, target_bytes=1310720, stop_at_target=True)
+    verify_plan(problem, plan)
+    assert plan.arena_bytes <= 1310720 and plan.stats["status"] == "target met"
 
 
 def test_improved_reports_every_better_plan():

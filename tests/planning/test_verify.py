@@ -64,3 +64,20 @@ def test_agrees_with_brute_force_pairwise_check():
                 verify_plan(p, Plan("t", offs, arena, 1))
         else:
             verify_plan(p, Plan("t", offs, arena, 1))
+
+
+def test_offline_aliases_kept_at_the_models_offsets_are_legal():
+    """TFLM takes an offline plan as given (Vela aliases scratch and scratch_fast): two buffers
+    the model places over the same bytes are its plan, not a planner error; any other overlap is."""
+    from viewer.analysis.tflm import TflmProblem
+
+    bufs = (Buffer(0, 0, 2, 64), Buffer(1, 0, 2, 64), Buffer(2, 1, 1, 16))
+    p = TflmProblem(bufs, 3, (), {0: 0, 1: 0})
+    keeps = {"keeps_offline": True}
+    verify_plan(p, Plan("tflm_greedy", {0: 0, 1: 0, 2: 64}, 80, 16, stats=keeps))
+    with pytest.raises(PlanningError, match="planned offline"):  # an online buffer over them
+        verify_plan(p, Plan("tflm_greedy", {0: 0, 1: 0, 2: 48}, 64, 16, stats=keeps))
+    with pytest.raises(PlanningError, match="overlaps"):  # an online plan may not alias them
+        verify_plan(p, Plan("optimal", {0: 0, 1: 16, 2: 80}, 96, 16))
+    with pytest.raises(PlanningError, match="overlaps"):  # nor one that does not say it keeps them
+        verify_plan(p, Plan("optimal", {0: 0, 1: 0, 2: 64}, 80, 16))

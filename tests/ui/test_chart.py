@@ -333,8 +333,61 @@ def test_hovering_the_breadth_curve_shows_the_operator_and_its_breadth(chart, qt
     text = QToolTip.text()
     assert text == chart.breadth_tooltip_text(op)
     breadth = int(a.breadth[op])
-    assert text.startswith(f"<b>#{op} {a.op_name(op)}</b> (the widest operator)")
+    assert f"<b>#{op} {a.op_name(op)}</b> (the widest operator)" in text.split("<br>")[0]
     assert f"({breadth:,d} B)" in text and f"{len(a.operator_profile(op))} tensors live" in text
     qtbot.wait(40)  # to the next operator's column: the text follows
     qtbot.mouseMove(chart.view.viewport(), _breadth_point(chart, op + 1.5))
     qtbot.waitUntil(lambda: QToolTip.text() == chart.breadth_tooltip_text(op + 1), timeout=3000)
+
+
+def test_tooltip_comes_back_on_the_next_move_after_a_click_closed_it(chart, qtbot):
+    """Qt closes any tooltip on a mouse press (and on a wheel zoom); the next move over the same
+    rectangle shows it again instead of leaving it closed until the tensor changes."""
+    from PySide6.QtWidgets import QToolTip
+
+    a = synthetic_analysis()
+    plan = plan_of(a, "greedy_by_size")
+    chart.set_view(a, plan, model_name="synthetic.tflite", subgraph=0)
+    qtbot.wait(50)
+    vp = chart.view.viewport()
+    QToolTip.hideText()
+    qtbot.mouseMove(vp, QPoint(2, 2))
+    qtbot.wait(40)
+    y = plan.offsets[1] + a.usage(1).nbytes / 2
+    qtbot.mouseMove(vp, _view_point(chart, 1.5, y))
+    qtbot.waitUntil(QToolTip.isVisible, timeout=3000)
+    qtbot.mouseClick(vp, Qt.MouseButton.LeftButton, pos=_view_point(chart, 1.5, y))
+    qtbot.waitUntil(lambda: not QToolTip.isVisible(), timeout=3000)
+    assert chart.selected_tensor() == 1
+    qtbot.wait(40)
+    qtbot.mouseMove(vp, _view_point(chart, 1.7, y))  # still tensor 1
+    # At once, on the move itself (delivered synchronously), not ~0.7 s later through Qt's
+    # ToolTip event once the mouse rests.
+    assert QToolTip.isVisible() and QToolTip.text() == chart.tooltip_text(1)
+
+
+def test_tooltip_shows_each_field_on_one_line(chart, qtbot):
+    """Qt word-wraps a rich tooltip to a narrow width; each field (the name with its shape,
+    the kernel temporary's explanation...) stays on one line: the tooltip is as tall as its
+    lines."""
+    from PySide6.QtWidgets import QApplication, QToolTip
+
+    a = synthetic_analysis()
+    plan = plan_of(a, "greedy_by_size")
+    chart.set_view(a, plan, model_name="synthetic.tflite", subgraph=0)
+    qtbot.wait(50)
+    QToolTip.hideText()
+    qtbot.mouseMove(chart.view.viewport(), QPoint(2, 2))
+    qtbot.wait(40)
+    u = next(u for u in a.usages if u.kind == "temporary")  # its explanation is a long line
+    t = u.tensor
+    qtbot.mouseMove(chart.view.viewport(),
+                    _view_point(chart, (u.first_op + u.last_op + 1) / 2, plan.offsets[t] + u.nbytes / 2))
+    qtbot.waitUntil(QToolTip.isVisible, timeout=3000)
+    label = next(w for w in QApplication.topLevelWidgets()
+                 if w.objectName() == "qtooltip_label" and w.isVisible())
+    lines = QToolTip.text().count("<br>") + 1
+    assert lines >= 7
+    spacing = label.fontMetrics().lineSpacing()  # the bold name line is no taller
+    # Its lines plus the frame's margins (a few px), not one wrapped line more.
+    assert label.height() - lines * spacing < spacing, (label.height(), lines, spacing)

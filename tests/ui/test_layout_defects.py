@@ -98,3 +98,128 @@ def test_kernel_temporaries_sum_and_raise_are_worded_like_the_cli(qtbot, measure
     line = next(ln for ln in out.splitlines() if "kernel temporaries, in all" in ln)
     assert m.group(2) in line and f"{m.group(1)} measured, largest {m.group(3)}" in line, line
     assert "raise the lower bound by 100.0 MiB" in line
+
+
+# --- chart geometry: titles with their figures, labels inside the plot and apart -------------
+
+
+def _label_rects(plot):
+    """(plot area, band label, arena label) scene rectangles of a ChartPlot."""
+    vb = plot.packing.getViewBox().sceneBoundingRect()
+    return vb, plot.band_label.sceneBoundingRect(), plot.arena_line.label.sceneBoundingRect()
+
+
+def _assert_labels_inside_and_apart(plot):
+    vb, band, arena = _label_rects(plot)
+    assert plot.band_label.isVisible()
+    assert band.left() >= vb.left() + 2 and band.right() <= vb.right() - 2, (band, vb)
+    assert arena.left() >= vb.left() and arena.right() <= vb.right(), (arena, vb)
+    assert band.top() >= vb.top() - 1 and arena.top() >= vb.top() - 1, (band, arena, vb)
+    assert not band.intersects(arena), (band, arena)
+
+
+def test_compare_at_the_default_size_shows_the_figures_and_keeps_labels_inside(qtbot, window):  # noqa: F811
+    window.resize(1400, 860)
+    open_and_wait(qtbot, window, shared_model("mobilenet_v2_224.tflite"))
+    window.compare_action.trigger()
+    qtbot.wait(50)
+    for chart in (window.compare.left, window.compare.right):
+        p = chart.chart_plot()
+        shown = p.title.shown_text()
+        # The figures are on whole lines: only the file name may be elided.
+        last = shown.splitlines()[-1]
+        assert "…" not in last and "arena 6.3 MiB, lower bound 6.3 MiB" in last, shown
+        assert "…" not in shown.replace(shown.splitlines()[0], ""), shown
+        _assert_labels_inside_and_apart(p)
+
+
+def test_widest_operator_label_keeps_a_margin_from_the_left_border(qtbot, window):  # noqa: F811
+    window.resize(1400, 860)
+    open_and_wait(qtbot, window, shared_model("tfmicro_person_detect_int8.tflite"))
+    qtbot.wait(20)
+    p = window.chart.chart_plot()
+    assert p.data.widest_op == 2  # near the start: the label is pushed to the left border
+    vb, band, _ = _label_rects(p)
+    assert band.left() >= vb.left() + 3, (band, vb)  # was flush (or cut) against it
+    _assert_labels_inside_and_apart(p)
+
+
+def test_small_window_keeps_a_usable_plot_and_separate_axis_titles(qtbot, window):  # noqa: F811
+    window.resize(800, 500)
+    open_and_wait(qtbot, window, shared_model("unet_256.tflite"))
+    qtbot.waitUntil(lambda: window.chart.view.viewport().height() >= 250, timeout=5000)
+    qtbot.wait(20)
+    p = window.chart.chart_plot()
+    vp = window.chart.view.sceneRect() if False else window.chart.view.mapToScene(
+        window.chart.view.viewport().rect()).boundingRect()
+    vb = p.packing.getViewBox().sceneBoundingRect()
+    assert vb.height() >= 120 and vb.width() >= 200, vb  # was 0.5 px tall: legend only
+    assert vp.contains(vb), (vb, vp)
+    assert "lower bound 24.8 MiB" in p.title.shown_text().splitlines()[-1]
+    titles = [p.packing.getAxis("left").label]
+    if p.breadth_shown:
+        titles.append(p.breadth.getAxis("left").label)
+        assert not titles[0].sceneBoundingRect().intersects(titles[1].sceneBoundingRect())
+    for t in titles:  # each title within its own plot's height
+        r, ax = t.sceneBoundingRect(), t.parentItem().sceneBoundingRect()
+        assert not t.isVisible() or (r.top() >= ax.top() - 1 and r.bottom() <= ax.bottom() + 1), (r, ax)
+    _assert_labels_inside_and_apart(p)
+    # Back to a large window: the legend and the breadth curve come back.
+    window.resize(1600, 1000)
+    qtbot.waitUntil(lambda: window.chart.chart_plot().rows == (True, True, True), timeout=5000)
+
+
+def _visible_rows(w) -> float:
+    v = w.table.view
+    return v.viewport().height() / v.verticalHeader().defaultSectionSize()
+
+
+def test_tensors_dock_shows_eight_rows_at_1600x1000_even_after_a_small_session(qtbot, settings):  # noqa: F811
+    from PySide6.QtWidgets import QDockWidget
+
+    first = MainWindow(settings=settings, measure=False)
+    qtbot.addWidget(first)
+    first.resize(1600, 1000)
+    first.show()
+    qtbot.waitExposed(first)
+    dock = first.findChild(QDockWidget, "table_dock")
+    first.resizeDocks([dock], [90], Qt.Orientation.Vertical)  # the user made it small
+    qtbot.wait(20)
+    first.close()  # stores the dock layout
+    w = MainWindow(settings=settings, measure=False)
+    qtbot.addWidget(w)
+    w.resize(1600, 1000)
+    w.show()
+    try:
+        open_and_wait(qtbot, w, shared_model("mobilenet_v2_224.tflite"))
+        qtbot.waitUntil(lambda: _visible_rows(w) >= 8, timeout=3000)
+        assert w.chart.view.viewport().height() >= 300
+    finally:
+        w.runner.shutdown()
+
+
+# --- small exports draw the rectangles ---------------------------------------------------------
+
+
+def _tensor_pixels(path) -> int:
+    """Pixels of the image in a tensor kind's colour (the legend's squares are ~80 each)."""
+    from PySide6.QtGui import QImage
+
+    from viewer.export.chart_data import KIND_COLORS
+
+    img = QImage(str(path))
+    colours = set(KIND_COLORS.values())
+    return sum((c.red(), c.green(), c.blue()) in colours
+               for c in (img.pixelColor(x, y) for y in range(img.height()) for x in range(img.width())))
+
+
+@pytest.mark.parametrize("size", [(400, 300), (300, 250)])
+def test_small_png_export_draws_the_rectangles(tmp_path, size):
+    from viewer.cli import main
+
+    out = tmp_path / "small.png"
+    model = shared_model("unet_256.tflite")
+    assert main(["export", str(model), "-o", str(out), "--width", str(size[0]),
+                 "--height", str(size[1]), "--no-measure"]) == 0
+    # Was: the legend's squares over empty axes (a few hundred pixels in tensor colours).
+    assert _tensor_pixels(out) > 3000

@@ -6,7 +6,7 @@ import pytest
 from PySide6.QtCore import QSettings, Qt
 
 from tests.conftest import shared_model
-from tests.ui.test_main_window import open_and_wait
+from tests.ui.test_main_window import dialogs_seen, open_and_wait  # noqa: F401 - the fixture
 from viewer.ui.main_window import MainWindow
 
 pytestmark = pytest.mark.shared
@@ -62,3 +62,88 @@ def test_save_with_this_plan_writes_tflms_offline_entry(qtbot, window, tmp_path,
     assert {i: o for i, o in enumerate(offs) if o >= 0} == {
         u.tensor: plan.offsets[u.tensor] for u in window.response.analysis.usages}
     assert "offline plan" in window.status_label.text()
+
+
+def _switch_to_tflm(qtbot, window):
+    shown, failed = [], []
+    window.view_changed.connect(lambda: shown.append(1))
+    window.open_failed.connect(failed.append)
+    window.runtime_combo.setFocus()
+    qtbot.keyClick(window.runtime_combo, Qt.Key.Key_Down)  # LiteRT -> TFLite Micro
+    qtbot.waitUntil(lambda: bool(shown or failed), timeout=60_000)
+    return failed
+
+
+def test_vela_under_tflm_shows_its_offline_plan(qtbot, window, dialogs_seen, tmp_path, monkeypatch):
+    """Vela's offline plan aliases scratch and scratch_fast: TFLM's plan, not an error."""
+    from viewer.ui import file_actions
+
+    open_and_wait(qtbot, window, shared_model("tfmicro_person_detect_vela.tflite"))
+    assert _switch_to_tflm(qtbot, window) == [] and dialogs_seen == []
+    resp = window.response
+    assert window.runtime_combo.currentData() == "tflm" and resp.request.runtime == "tflm"
+    assert resp.plans["tflm_greedy"].arena_bytes == 74464 == resp.analysis.lower_bound_bytes
+    window.set_planner("tflm_greedy")
+    assert "74,464 B" in window.side.arena_label.text()
+    assert window.side.measured_box.title() == "Measured (TFLite Micro runtime)"
+    assert "TFLite Micro: head 74,464 B" in window.side.measured_label.text()
+    # weights in flash, as check --runtime tflm counts them unless --weights copied
+    assert window.whatif.weights.currentData() == "mapped"
+    assert window.whatif.weights.currentText() == "in flash (not counted)"
+    assert "in flash" in window.side.weights_label.text()
+    # Save with this plan refuses to replace the model's better offline plan with an online one
+    window.set_planner("greedy_by_size")
+    out = tmp_path / "vela_replanned.tflite"
+    monkeypatch.setattr(file_actions, "_ask_save", lambda *a: str(out))
+    window.save_offline_plan_action.trigger()
+    assert not out.exists()
+    assert "already carries an offline plan" in dialogs_seen[-1][1] and "74,464 B" in dialogs_seen[-1][1]
+
+
+def test_a_failed_switch_puts_the_selector_back(qtbot, window, dialogs_seen, monkeypatch):
+    from viewer.document import tflm_work
+    from viewer.errors import ViewerError
+
+    open_and_wait(qtbot, window, shared_model("tfmicro_hello_world_int8.tflite"))
+    assert window.side.measured_box.title() == "Measured (LiteRT runtime)"
+
+    def refuse(*a, **k):
+        raise ViewerError("x.tflite: TFLM planning failed")
+    monkeypatch.setattr(tflm_work, "compute_tflm", refuse)
+    assert _switch_to_tflm(qtbot, window) == ["x.tflite: TFLM planning failed"]
+    assert window.runtime_combo.currentData() == "litert" == window.document.runtime
+    assert window.response.request.runtime == "litert"
+    assert window.whatif.weights.currentData() == "copied"
+    assert dialogs_seen and "TFLM planning failed" in dialogs_seen[-1][1]
+
+
+@pytest.mark.skipif(not __import__("viewer.runtime.tflm_probe", fromlist=["x"]).tflm_available(),
+                    reason="tflite-micro not installed")
+def test_measured_tflm_view_and_budget_are_checks(qtbot, tmp_path, dialogs_seen):
+    """keyword_scrambled: TFLM's head 672 B with 14 scratch buffers, tail and prepare-time extra
+    measured; the window's budget counts check's tensor_arena_size (18,080 B), so 17,000 B is
+    over budget in both (the head + tail alone, 15,168 B, would say "fits")."""
+    from viewer.cli import main
+    from viewer.model.reader import load_model
+    from viewer.runtime.tflm_probe import measure_tflm
+
+    path = shared_model("tfmicro_keyword_scrambled.tflite")
+    oracle = measure_tflm(load_model(path))
+    w = MainWindow(settings=QSettings(str(tmp_path / "s.ini"), QSettings.Format.IniFormat), measure=True)
+    qtbot.addWidget(w)
+    w.show()
+    try:
+        open_and_wait(qtbot, w, path)
+        assert _switch_to_tflm(qtbot, w) == []
+        fp = w.response.footprint
+        assert (fp.head_bytes, fp.tail_bytes) == (oracle.head_bytes, oracle.tail_bytes) == (672, oracle.tail_bytes)
+        text = w.side.measured_label.text()
+        assert f"head 672 B, tail {oracle.tail_bytes:,d} B, tensor_arena_size 18,080 B" in text
+        assert main(["check", str(path), "--runtime", "tflm", "--budget", "17000B", "--json"]) == 1
+        w.whatif.use_budget.setChecked(True)
+        w.whatif.limit.unit.setCurrentText("B")
+        w.whatif.limit.value.setValue(17000)
+        assert w.whatif.verdict.text().startswith("over budget by 1,080 B") or \
+            w.whatif.verdict.text().startswith("over budget by 1.1 KiB"), w.whatif.verdict.text()
+    finally:
+        w.runner.shutdown()

@@ -73,7 +73,7 @@ def targets(win) -> dict | None:
     op = int(d.widest_op)
     breadth = global_pos(chart, bvb.mapViewToScene(QPointF(op + 0.5, by0 + (by1 - by0) * 0.1)))
     return {"rects": rects, "empty": empty, "breadth": {"op": op, "x": breadth[0], "y": breadth[1]},
-            "breadth_text": getattr(chart, "breadth_tooltip_text", lambda o: "")(op)}
+            "breadth_text": chart.breadth_tooltip_text(op)}
 
 
 def state(win) -> dict:

@@ -479,3 +479,79 @@ def test_reordering_a_while_body_subgraph_runs_the_same(tmp_path):
     new = load_model(out)
     assert [o.outputs for o in new.subgraphs[2].operators] == [body.operators[i].outputs for i in order]
     assert new.subgraphs[0] == model.subgraphs[0] and new.subgraphs[1] == model.subgraphs[1]
+
+
+# ---------------------------------------------------------------------------------------------
+# Wide graphs (B8: 16,000 operators all ready at once): the deadline, Cancel and memory hold
+# inside one level, not only between levels. Counted in steps and clock reads, never timed.
+
+
+def fan_out(n_ops):
+    """x feeds ``n_ops`` independent ADDs, each an output: every operator is ready at once."""
+    ts = [_t(0, 768)] + [_t(1 + i, 16) for i in range(n_ops)]
+    ops = [_op(i, "ADD", [0, 0], [1 + i]) for i in range(n_ops)]
+    return _sg(ts, ops, [0], [1 + i for i in range(n_ops)])
+
+
+class FakeClock:
+    """``time.perf_counter`` advancing 1 ms per read: a deadline is a number of reads."""
+
+    def __init__(self):
+        self.now = 1000.0
+
+    def __call__(self):
+        self.now += 0.001
+        return self.now
+
+
+def test_time_limit_holds_inside_one_level_of_a_wide_graph(monkeypatch):
+    sg = fan_out(1500)  # one level of the first beam: 16 sets x 1,500 ready operators
+    clock = FakeClock()
+    monkeypatch.setattr(reorder_mod.time, "perf_counter", clock)
+    res = reorder(sg, time_limit=0.2)  # about 200 clock reads
+    assert res.order == tuple(range(1500)) and not res.exact
+    # The clock is read every POLL_EVERY steps: the work done is bounded by the limit.
+    assert res.stats["steps"] <= 250 * reorder_mod.POLL_EVERY
+
+
+def test_cancel_acts_within_the_first_level_of_a_wide_graph():
+    sg = fan_out(1500)
+    calls = []
+    seen = []
+
+    def cancelled():
+        calls.append(1)
+        return len(calls) > 5  # the user presses Cancel after the fifth look
+
+    with pytest.raises(PlanCancelled):
+        reorder(sg, time_limit=None, cancelled=cancelled, progress=lambda f, m: seen.append(m))
+    # Cancelled in the first level (was: looked at once per level, so five levels ran first).
+    assert not any("operator 3 of" in m for m in seen)
+
+
+def test_wide_graph_memory_stays_bounded(monkeypatch):
+    import tracemalloc
+
+    sg = fan_out(1500)
+    clock = FakeClock()
+    monkeypatch.setattr(reorder_mod.time, "perf_counter", clock)
+    tracemalloc.start()
+    try:
+        reorder(sg, time_limit=0.3)
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    # A level of the beam keeps at most 2 x 16 + 16 sets (two 1,500-bit masks each); it kept
+    # every one of the 24,000 candidates (about 10 MB here, 1.1 GB on B8).
+    assert peak < 6_000_000, peak
+
+
+def test_progress_moves_while_one_level_takes_long(monkeypatch):
+    sg = fan_out(1500)
+    clock = FakeClock()
+    monkeypatch.setattr(reorder_mod.time, "perf_counter", clock)
+    seen = []
+    reorder(sg, time_limit=1.0, progress=lambda f, m: seen.append((f, m)))
+    fractions = [f for f, _ in seen[:-1]]
+    assert len(fractions) >= 3 and fractions == sorted(fractions) and fractions[-1] > 0.5
+    assert "steps tried" in seen[-2][1]

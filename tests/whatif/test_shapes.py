@@ -212,3 +212,37 @@ def test_fallback_inference_equals_runtime(name, mode):
         assert "does not know" in why or "not known" in why or "data-dependent" in why, why
     else:
         pytest.fail(f"{name} {mode}: runtime rejected ({err}) but inference accepted")
+
+
+# --- the file's stored shapes against what LiteRT computes at prepare (plan without --measure) ---
+
+
+def _litert_shapes(path):
+    from ai_edge_litert.interpreter import Interpreter, OpResolverType
+
+    ip = Interpreter(model_path=str(path),
+                     experimental_op_resolver_type=OpResolverType.BUILTIN_WITHOUT_DEFAULT_DELEGATES)
+    ip.allocate_tensors()
+    return {d["index"]: tuple(int(x) for x in d["shape"]) for d in ip.get_tensor_details()}
+
+
+@pytest.mark.shared
+@pytest.mark.parametrize("name", shared_model_names(loads_in_litert=True))
+def test_stored_shape_check_claims_only_what_litert_computes(name):
+    """Every difference our rules claim, LiteRT has (same shape); every shape LiteRT changes at
+    prepare is either claimed or left unconfirmed (kernel-sized), never silently passed."""
+    from viewer.analysis.intervals import analyze
+    from viewer.model.constants import small_int_constants
+    from viewer.model.reader import load_model
+    from viewer.whatif.shapes import check_stored_shapes
+
+    path = shared_model(name)
+    sg = load_model(path).subgraph(0)
+    check = check_stored_shapes(sg, small_int_constants(path, 0), analyze(sg).kernel_sized)
+    rt = _litert_shapes(path)
+    for t, _stored, computed, _op in check.differs:
+        assert rt[t] == computed, (t, rt[t], computed)
+    claimed = {t for t, *_ in check.differs} | {t for t, _ in check.unconfirmed}
+    changed = {t.index for t in sg.tensors
+               if t.index in rt and rt[t.index] != tuple(t.shape) and not t.is_dynamic}
+    assert changed <= claimed, sorted(changed - claimed)[:5]

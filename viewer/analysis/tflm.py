@@ -30,8 +30,11 @@ The time axis of :class:`TflmProblem` is ``scope + 1`` (so scope -1 is time 0).
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass, field
 from typing import Iterable, Mapping, Sequence
+
+import numpy as np
 
 from viewer.analysis.problem import Buffer, PlanningProblem
 from viewer.analysis.types import (
@@ -247,6 +250,67 @@ def tflm_problem(
     return TflmProblem(tuple(bufs), max_time + 1, (), offline, names, total, tuple(offsets), op_scopes)
 
 
+def offline_aliases(problem: TflmProblem) -> list[tuple[int, int]]:
+    """Pairs of offline-planned buffers the model itself places over the same bytes while
+    both are live (ids, in ``AddBuffer`` order).
+
+    TFLM takes an offline plan as given (``GreedyMemoryPlanner::AddBuffer`` with an offset;
+    nothing checks it), so these are the model's intended aliases, not planner errors: Vela
+    places ``scratch`` and ``scratch_fast`` (and the NPU's input and output) at one offset.
+    """
+    fixed = [b for b in problem.buffers if b.id in problem.offline and b.size > 0]
+    out = []
+    for k, a in enumerate(fixed):
+        oa = int(problem.offline[a.id])
+        for b in fixed[k + 1:]:
+            ob = int(problem.offline[b.id])
+            if a.first <= b.last and b.first <= a.last and oa < ob + b.size and ob < oa + a.size:
+                out.append((a.id, b.id))
+                if len(out) >= 64:  # enough to name them; the bound below does not need the list
+                    return out
+    return out
+
+
+def kept_breadth(problem: TflmProblem) -> np.ndarray:
+    """Bytes occupied at each time of ``problem`` (scope axis), shape (num_ops,), with the
+    offline plan's aliases counted once.
+
+    Offline-planned buffers count as the union of their byte ranges at their fixed offsets;
+    every other buffer adds its size (TFLM's greedy planner never places an online buffer over
+    another live one). Without aliases this is :meth:`PlanningProblem.breadth`. Its maximum is
+    a lower bound for any plan that keeps the offline offsets, and (a union being no larger
+    than a sum) for any plan that places every buffer online too.
+    """
+    base = problem.breadth()
+    if not offline_aliases(problem):
+        return base
+    fixed = [b for b in problem.buffers if b.id in problem.offline and b.size > 0]
+    online = dataclasses.replace(problem, buffers=tuple(b for b in problem.buffers if b.id not in problem.offline))
+    out = online.breadth()[: len(base)].copy() if online.buffers else np.zeros(len(base), dtype=np.int64)
+    if len(out) < len(base):
+        out = np.concatenate([out, np.zeros(len(base) - len(out), dtype=np.int64)])
+    points = sorted({b.first for b in fixed} | {b.last + 1 for b in fixed})
+    for k, t in enumerate(points):
+        live = sorted((int(problem.offline[b.id]), int(problem.offline[b.id]) + b.size)
+                      for b in fixed if b.first <= t <= b.last)
+        covered = top = 0
+        for lo, hi in live:
+            lo = max(lo, top)
+            if hi > lo:
+                covered += hi - lo
+                top = hi
+        stop = points[k + 1] if k + 1 < len(points) else len(out)
+        out[t:stop] += covered
+    return out
+
+
+def kept_lower_bound(problem: TflmProblem) -> int:
+    """``kept_breadth(problem).max()`` in bytes (0 for an empty problem): the lower bound under
+    TFLM's rules with the model's offline aliases counted once."""
+    b = kept_breadth(problem) if problem.buffers else np.zeros(0, dtype=np.int64)
+    return int(b.max()) if len(b) else 0
+
+
 def scratch_from_planner(model: Model, scratch_bytes: Sequence[int],
                          planner_buffers: Sequence[Sequence[int]]) -> tuple[ScratchRequest, ...]:
     """Scratch requests with their operators, from what TFLM's planner was given.
@@ -381,6 +445,16 @@ def analyze_tflm(model: Model, scratch: Iterable[ScratchRequest] = (), *,
         else:
             outside[t.index] = OUT_UNUSED
     a = _finish(g, tuple(usages), outside, temps)
+    if n_ops:
+        # The breadth per operator is the most bytes occupied at any scope of it (a called
+        # subgraph's scopes are not all live at once), the offline plan's aliases counted once:
+        # so the lower bound never exceeds what TFLM's own plan of this problem needs.
+        scope_b = kept_breadth(p)
+        op_of = np.array([to_op(t) for t in range(len(scope_b))], dtype=np.int64)
+        per_op = np.zeros(n_ops, dtype=np.int64)
+        np.maximum.at(per_op, op_of, scope_b)
+        a = dataclasses.replace(a, breadth=per_op, lower_bound_bytes=int(per_op.max()),
+                                widest_op=int(np.argmax(per_op)), bound_is_final=True)
     object.__setattr__(a, "temporary_names", {k: v for k, v in p.names.items() if k >= n_t})
     return a
 

@@ -122,6 +122,10 @@ class Analysis:
     temporary_names : Mapping[int, str]
         Kernel temporary tensor id -> a readable name (LiteRT leaves temporaries unnamed);
         :meth:`tensor_name` uses it. Empty by default.
+    bound_is_final : bool
+        ``lower_bound_bytes`` already allows for the runtime's alignment and its exact time
+        axis (TFLM: sizes rounded to 16 B, scopes, offline aliases), so a gap is measured
+        against it as is, not against the aligned bound of this operator-axis view.
     """
 
     subgraph: Subgraph
@@ -135,6 +139,7 @@ class Analysis:
     alloc_queue: tuple = field(compare=False, hash=False, default=())
     kernel_sized: tuple[int, ...] = field(compare=False, hash=False, default=())
     temporary_names: Mapping[int, str] = field(compare=False, hash=False, default_factory=dict)
+    bound_is_final: bool = field(compare=False, hash=False, default=False)
 
     @property
     def notes(self) -> tuple[str, ...]:

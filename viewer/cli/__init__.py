@@ -97,6 +97,21 @@ def _negative_sizes_attached(argv: list[str]) -> list[str]:
     return out
 
 
+def _fewer_collections() -> None:
+    """Run the cyclic garbage collector every 50,000 new objects instead of every 700.
+
+    A command builds one model of up to ~10^6 records that live to the end (tensors, operators,
+    usage intervals), and with the default threshold the collector walked that growing heap
+    again and again: 1.3 s of the 11 s ``plan`` of a 100k-operator graph. Memory is still
+    collected (cycles are rare here), only in larger batches; the window opened from here too.
+    """
+    import gc
+
+    gen0, gen1, gen2 = gc.get_threshold()
+    if gen0 and gen0 < 50_000:
+        gc.set_threshold(50_000, gen1, gen2)
+
+
 def main(argv: list[str] | None = None) -> int:
     """Run the command line.
 
@@ -108,6 +123,7 @@ def main(argv: list[str] | None = None) -> int:
         line names what is unknown); 70 (EX_SOFTWARE) on an internal error (a bug).
     """
     argv = _negative_sizes_attached(list(sys.argv[1:] if argv is None else argv))
+    _fewer_collections()
     # `arena-viewer`, `arena-viewer MODEL` and `arena-viewer --no-measure MODEL` (any gui flag
     # without the word `gui`) open the window.
     if argv and _unknown_command(argv[0]):

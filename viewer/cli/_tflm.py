@@ -54,6 +54,7 @@ def _model_and_edits(args):
 
 def run_check(args) -> int:
     """``check --runtime tflm``: head + tail + margins = tensor_arena_size, against the budget."""
+    from viewer.analysis.tflm import kept_lower_bound
     from viewer.units import parse_size
     from viewer.whatif.tflm_footprint import arena_terms, tflm_footprint
 
@@ -79,18 +80,19 @@ def run_check(args) -> int:
     else:
         fits = False
         verdict = ("DOES NOT FIT (the planned head alone is over)" if lower > limit
-                   else "NOT VERIFIED (scratch and persistent not measured)")
+                   else "CANNOT TELL whether it fits (scratch and persistent not measured)")
     # Exit codes as for LiteRT: 0 fits, 1 does not fit, 3 cannot tell (not measured).
     code = 0 if fits else (1 if used is not None or lower > limit else 3)
     terms = arena_terms(fp)
     report = {
         "model": str(args.model), "runtime": "tflm", "planner": fp.planner, "fits": fits,
-        "verdict": verdict, "limit_bytes": limit, "measured": fp.measured,
+        "verdict": ("fits", "does_not_fit", "", "cannot_tell")[code], "verdict_text": verdict,
+        "limit_bytes": limit, "measured": fp.measured,
         "head_bytes": fp.head_bytes, "tail_bytes": fp.tail_bytes,
         "prepare_extra_bytes": fp.prepare_extra_bytes, "alignment_margin_bytes": fp.margin_bytes,
         "tensor_arena_size_bytes": size, "weights_bytes": model.weights_bytes,
         "arena_bytes": fp.head_bytes, "persistent_bytes": fp.tail_bytes, "other_subgraphs_bytes": 0,
-        "lower_bound_bytes": fp.problem.lower_bound(),
+        "lower_bound_bytes": kept_lower_bound(fp.problem),
         "weights_counted": weights_mode == "copied", "runtime_bytes": overhead, "used_bytes": used,
         "headroom_bytes": None if used is None else limit - used,
         "kernels": "reference",
@@ -205,6 +207,7 @@ def plan_for(args):
 
 def run_plan(args) -> int:
     """``plan --runtime tflm``: TFLM's problem, every planner under its rules, both runtimes."""
+    from viewer.analysis.tflm import kept_lower_bound
     from viewer.cli.plan import _print_table
     from viewer.export.report import build_report
     from viewer.planning.run import best_plan_name
@@ -221,14 +224,15 @@ def run_plan(args) -> int:
                                       stats={"source": "TFLM's recording allocator and planner"})
     notes = notes + list(fp.notes)
     if args.export_csv:
-        from viewer.planning.csv_io import write_problem_csv
+        from viewer.export.problem_csv import write_problem_csv
 
-        write_problem_csv(fp.problem, args.export_csv, plan=plans.get(best) if best else None)
+        write_problem_csv(fp.problem, args.export_csv, plans.get(best) if best else None, None,
+                          args.model, force=args.force)
     report = build_report(fp.model, 0, fp.analysis, plans, best, notes=tuple(notes), alignment=16)
     summary, diffs = compare_runtimes(fp)
     summary["tensor_arena_size_bytes"] = fp.tensor_arena_size_bytes
     report["runtime"] = "tflm"
-    report["lower_bound_bytes"] = fp.problem.lower_bound()
+    report["lower_bound_bytes"] = kept_lower_bound(fp.problem)
     report["tflm"] = {
         "head_bytes": fp.head_bytes, "tail_bytes": fp.tail_bytes,
         "total_bytes": None if fp.tail_bytes is None else fp.head_bytes + fp.tail_bytes,
@@ -269,15 +273,26 @@ def print_side_by_side(summary: dict, diffs) -> None:
         out(f"    {d.what:<32} LiteRT: {d.litert}; TFLM: {d.tflm}.  {amount}{d.reason}")
 
 
-def export_plan(args):
-    """(analysis, plan, notes) for ``export --runtime tflm``."""
+def tflm_view(args, planner: str | None):
+    """The footprint ``export`` and ``overlay`` draw under TFLM: measured by TFLM unless
+    ``--no-measure`` (then the kernel scratch is missing, as ``check`` says), so the head is
+    ``check --runtime tflm``'s for the same file and planner."""
     from viewer.whatif.tflm_footprint import tflm_footprint
 
     model, edited, notes = _model_and_edits(args)
-    names = [args.planner] if args.planner else None
-    fp = tflm_footprint(model, planner=args.planner or "tflm_greedy", planners=names,
-                        measure=False, edited=edited, time_limit=args.time_limit)
-    return fp.analysis, fp.plans[fp.planner], notes + list(fp.notes)
+    planner = "tflm_greedy" if planner in (None, "litert") else planner
+    fp = tflm_footprint(model, planner=planner, planners=[planner],
+                        measure=getattr(args, "measure", False), edited=edited,
+                        timeout=getattr(args, "timeout", 120.0), time_limit=getattr(args, "time_limit", None),
+                        min_arena=False)
+    return fp, notes + list(fp.notes)
+
+
+def export_plan(args):
+    """(analysis, plan, notes, title suffix) for ``export --runtime tflm``."""
+    fp, notes = tflm_view(args, args.planner)
+    suffix = " (TFLite Micro)" + ("" if fp.measured else " — kernel scratch NOT included (TFLM not run)")
+    return fp.analysis, fp.plans[fp.planner], notes, suffix
 
 
 def display(path) -> str:

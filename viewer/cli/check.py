@@ -30,12 +30,15 @@ from viewer.cli._tflm import add_runtime_arg, is_tflm, run_check as run_tflm_che
 from viewer.cli._edits import add_edit_args, edit_notes, edits_from_args
 from viewer.errors import UsageError
 from viewer.model.reader import load_model
+from viewer.planning.registry import get_planner
 from viewer.units import format_bytes, parse_size
 from viewer.whatif.budget import WEIGHTS_MODES, fixed_bytes
 from viewer.whatif.footprint import SOURCE_ESTIMATED, SOURCE_MEASURED, Term, footprint, signature_keys
 from viewer.whatif.verdict import (EXIT_CODES, VERDICT_CANNOT_TELL, VERDICT_DOES_NOT_FIT, VERDICT_FITS, batch_growth,
                                    BatchGrowth, budget_terms, largest_batch, total_bytes, verdict)
 
+#: The planner LiteRT's own arena follows (ArenaPlanner, re-stated byte for byte): the verdict's.
+RUNTIME_PLANNER = "litert"
 #: Largest square side ``--find-resolution`` tries (pixels).
 MAX_SIDE = 4096
 #: Seconds after which ``--find-resolution`` reports each evaluation on stderr.
@@ -56,8 +59,10 @@ def add_parser(sub) -> None:
     add_model_args(p)
     p.add_argument("--budget", required=True, metavar="SIZE", help="device limit, e.g. 4MiB, 512KB, 1.5GiB")
     p.add_argument("--planner", default="litert", metavar="NAME",
-                   help="planner whose arena counts: litert (default: what the runtime does), "
-                        f"best (the smallest non-exact plan), or one of: {known_planners_help()}")
+                   help="also print what the arena would be with this planner's layout, as a "
+                        "what-if: best (the smallest non-exact plan) or one of: "
+                        f"{known_planners_help()}. LiteRT lays out its own arena, so the verdict "
+                        "always counts the runtime's (litert, the default)")
     p.add_argument("--no-measure", dest="measure", action="store_false",
                    help="plan only, without running LiteRT: kernel temporaries are then missing "
                         "and the runtime's arena may be larger")
@@ -97,7 +102,7 @@ def _image_input(model, subgraph: int) -> bool:
     return any(sg.tensors[i].shape is not None and len(sg.tensors[i].shape) == 4 for i in sg.inputs)
 
 
-def _counted_arena(fp, planner_name: str = "litert") -> int:
+def _counted_arena(fp) -> int:
     """The tensor-arena term of ``fp`` (the runtime's own arena when measured with litert)."""
     return int(fp.arena_bytes)
 
@@ -128,9 +133,16 @@ def run(args: argparse.Namespace) -> int:
     timeout = _positive_seconds("--timeout", args.timeout)
     edits = edits_from_args(args, rescale_needs_shape=not args.find_resolution)
     args._edits = edits
+    if args.planner != "best":
+        get_planner(args.planner)  # an unknown name: one line before any work
     model = load_model(args.model)
-    fp = footprint(model, args.subgraph, edits, planner=args.planner, measure=args.measure,
+    # LiteRT plans its own arena (ArenaPlanner): the verdict counts that one; another planner's
+    # layout is a what-if the board would not see (args._whatif, printed beside the verdict).
+    fp = footprint(model, args.subgraph, edits, planner=RUNTIME_PLANNER, measure=args.measure,
                    timeout=timeout, time_limit=time_limit)
+    args._whatif = (None if args.planner == RUNTIME_PLANNER else
+                    footprint(model, args.subgraph, edits, planner=args.planner,
+                              measure=args.measure, timeout=timeout, time_limit=time_limit))
     batch = edits.batch or 1 if edits is not None else 1
     terms = budget_terms(fp, runtime_bytes=runtime, weights_mode=args.weights)
     tiled, _, counted, args._tile = apply_tile(args, fp.arena_bytes, fp.arena_term.method,
@@ -152,7 +164,7 @@ def run(args: argparse.Namespace) -> int:
     if args._tile is not None:
         growth = BatchGrowth(None, "not estimated for a tiled execution")
     else:
-        growth = batch_growth(model, args.subgraph, edits, fp, planner=args.planner,
+        growth = batch_growth(model, args.subgraph, edits, fp, planner=RUNTIME_PLANNER,
                               measure=args.measure, timeout=timeout, time_limit=time_limit)
     best_batch = largest_batch(limit, used, batch, growth)
     if best_batch is None and growth.per_example_bytes is not None:
@@ -163,6 +175,10 @@ def run(args: argparse.Namespace) -> int:
     if args.find_resolution:
         found = _find_resolution(args, model, edits, limit, runtime, time_limit, timeout)
     rep = _Report(limit, used, batch, result, terms, best_batch, growth)
+    args._whatif_used = None
+    if args._whatif is not None:
+        wterms = budget_terms(args._whatif, runtime_bytes=runtime, weights_mode=args.weights)
+        args._whatif_used = total_bytes(wterms)
     if args.json:
         _print_json(args, model, fp, rep, found)
     else:
@@ -201,7 +217,7 @@ def _find_resolution(args, model, edits, limit, runtime, time_limit, timeout):
     t0 = time.monotonic()
 
     def total(fp) -> int:
-        return _counted_arena(fp, args.planner) + fp.persistent_bytes + fp.other_subgraphs_bytes
+        return _counted_arena(fp) + fp.persistent_bytes + fp.other_subgraphs_bytes
 
     def progress(kind: str, side: int, nbytes: int | None) -> None:
         if time.monotonic() - t0 < PROGRESS_AFTER_S:
@@ -211,7 +227,7 @@ def _find_resolution(args, model, edits, limit, runtime, time_limit, timeout):
         print(f"find-resolution: {side}x{side} ({kind}): {what}", file=sys.stderr, flush=True)
 
     found = find_largest_square(model, args.subgraph, edits, avail, total=total,
-                                planner=args.planner, measure=args.measure, timeout=timeout,
+                                planner=RUNTIME_PLANNER, measure=args.measure, timeout=timeout,
                                 time_limit=time_limit, max_side=MAX_SIDE, progress=progress)
     return found, ""
 
@@ -293,6 +309,8 @@ def _print_lines(args, model, fp, rep, found) -> None:
     out(f"  = used: {_b(rep.used)} of {_b(rep.limit)}{bound}")
     head = rep.limit - rep.used
     out(f"  headroom: {_b(head)}" if head >= 0 else f"  over budget by {_b(-head)}")
+    for line in _whatif_lines(args, rep):
+        out(f"  {line}")
     g = rep.growth
     lb_text = "none" if rep.largest_batch is None else str(rep.largest_batch)
     out(f"  largest batch: {lb_text} ({g.reason})")
@@ -306,6 +324,33 @@ def _print_lines(args, model, fp, rep, found) -> None:
     if found is not None:
         for line in _resolution_lines(found):
             out(f"  {line}")
+
+
+def _whatif_lines(args, rep) -> list[str]:
+    """The other planner's layout, said as a what-if LiteRT does not run (not the verdict)."""
+    w = getattr(args, "_whatif", None)
+    if w is None:
+        return []
+    used = args._whatif_used
+    head = rep.limit - used
+    t = w.arena_term
+    return [f"what-if: with {w.planner}'s layout the tensor arena would be {_b(t.bytes)} "
+            f"[{t.source}: {t.method}], used {_b(used)}, "
+            + (f"headroom {_b(head)}" if head >= 0 else f"over budget by {_b(-head)}"),
+            f"  LiteRT does not use that layout (it plans its own arena): the verdict above "
+            f"counts the runtime's"]
+
+
+def _whatif_json(args, rep) -> dict | None:
+    w = getattr(args, "_whatif", None)
+    if w is None:
+        return None
+    t = w.arena_term
+    return {"planner": w.planner, "arena_bytes": int(t.bytes), "arena_source": t.source,
+            "arena_method": t.method, "used_bytes": int(args._whatif_used),
+            "headroom_bytes": int(rep.limit - args._whatif_used),
+            "note": "a what-if: LiteRT does not use this layout; the verdict counts the "
+                    "runtime's own arena"}
 
 
 def _print_json(args, model, fp, rep, found) -> None:
@@ -350,6 +395,7 @@ def _print_json(args, model, fp, rep, found) -> None:
         "widest_op": fp.analysis.widest_op,
         "notes": edit_notes(model, args.subgraph, _edits_of(args)) + list(fp.notes),
     }
+    report["whatif_planner"] = _whatif_json(args, rep)
     if getattr(args, "_tile", None) is not None:
         report["tile"] = args._tile
     if found is not None:

@@ -96,8 +96,7 @@ def run(args: argparse.Namespace) -> int:
     if is_tflm(args):
         from viewer.cli._tflm import export_plan
 
-        analysis, plan, notes = export_plan(args)
-        name_suffix = " (TFLite Micro)"
+        analysis, plan, notes, name_suffix = export_plan(args)
     else:
         analysis, plan, notes, name_suffix = _footprint_chart(args, edits)
     from viewer.export.chart_data import titled_model_name

@@ -19,6 +19,11 @@ from viewer.errors import UsageError
 from viewer.units import format_bytes
 
 
+#: Most invocations per process ``--runs`` takes: each process runs them all (with --cgroup,
+#: once per bisection step), so an unbounded count is an unbounded wait.
+MAX_RUNS = 1000
+
+
 def add_parser(sub) -> None:
     p = sub.add_parser(
         "measure",
@@ -32,7 +37,7 @@ def add_parser(sub) -> None:
     )
     p.add_argument("model", metavar="MODEL", help="a .tflite model")
     p.add_argument("--runs", type=int, default=3, metavar="N",
-                   help="invocations per process (default 3; the first is reported apart)")
+                   help=f"invocations per process, 1..{MAX_RUNS} (default 3; the first is reported apart)")
     p.add_argument("--timeout", type=float, default=120.0, metavar="S",
                    help="seconds before a runtime process is killed (default 120)")
     p.add_argument("--no-xnnpack", action="store_true", help="skip the run with XNNPACK")
@@ -47,6 +52,9 @@ def run(args: argparse.Namespace) -> int:
 
     if args.runs < 1:
         raise UsageError(f"--runs {args.runs}: need at least 1 invocation")
+    if args.runs > MAX_RUNS:
+        raise UsageError(f"--runs {args.runs}: at most {MAX_RUNS:,d} invocations per process (page "
+                         "faults and VmHWM settle after the first few; the default is 3)")
     if not (math.isfinite(args.timeout) and args.timeout > 0):
         raise UsageError(f"--timeout {args.timeout:g}: need a positive, finite number of seconds")
     if is_tflm(args):

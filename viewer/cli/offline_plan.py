@@ -36,6 +36,9 @@ def add_parser(sub) -> None:
                    help="measure the written model with TFLM: head and outputs on random inputs")
     p.add_argument("--timeout", type=float, default=120.0, metavar="S", help="seconds for each TFLM run")
     p.add_argument("--force", action="store_true", help="replace OUT if it exists (never MODEL)")
+    p.add_argument("--replace-offline-plan", action="store_true",
+                   help="write the new plan even when MODEL already carries an offline plan that "
+                        "gives TFLM a head as small or smaller (without it the command refuses)")
     p.set_defaults(run=run)
 
 
@@ -65,6 +68,13 @@ def run(args: argparse.Namespace) -> int:
     else:
         notes.append(f"--no-measure: {NOT_MEASURED_NOTE}; no room left for scratch buffers")
     op = offline_plan(model, scratch, planner=args.planner, time_limit=args.time_limit)
+    # Compared with what TFLM does with the file as given (its own offline plan kept).
+    given = before if before is not None else op.given_head_bytes
+    if op.has_offline_plan and op.predicted_head_bytes >= given and not args.replace_offline_plan:
+        raise UsageError(
+            f"{src}: already carries an offline plan giving TFLM a head of {given:,d} B; the "
+            f"{op.planner} plan would need {op.predicted_head_bytes:,d} B, so nothing was written "
+            "(--replace-offline-plan writes it anyway)")
     written = write_offline_planned(src, dst, op.offsets, op.num_subgraphs, force=args.force)
     w = print
     w(f"{src}: offline plan by {op.planner}"
@@ -72,18 +82,24 @@ def run(args: argparse.Namespace) -> int:
       f"{op.scratch_count} scratch buffer{'s' if op.scratch_count != 1 else ''} left online")
     for n in notes:
         w(f"note: {n}")
-    w(f"  TFLM head before (its greedy planner)  {op.greedy_head_bytes:>12,d} B"
+    label = "the file as given: its offline plan" if op.has_offline_plan else "its greedy planner"
+    width = 55 if op.has_offline_plan else 39
+    w(f"  {'TFLM head before (' + label + ')':<{width}}{op.given_head_bytes:>12,d} B"
       + (f"   measured {before:,d} B" if before is not None else ""))
-    w(f"  TFLM head after (predicted)            {op.predicted_head_bytes:>12,d} B   "
-      f"saving {op.greedy_head_bytes - op.predicted_head_bytes:,d} B")
+    saving = given - op.predicted_head_bytes
+    w(f"  {'TFLM head after (predicted)':<{width}}{op.predicted_head_bytes:>12,d} B   "
+      + (f"saving {saving:,d} B" if saving >= 0 else f"COSTS {-saving:,d} B more (--replace-offline-plan)"))
     if args.verify:
         m0 = measure_tflm(model, timeout=args.timeout, invoke_seed=0)
         m1 = measure_tflm(load_model(dst), timeout=args.timeout, invoke_seed=0)
         if not (m0.ok and m1.ok):
-            w(f"  verify: TFLM could not run it: {(m1 if m0.ok else m0).error}")
+            w(f"  verify: TFLM could not run it, so the written plan is NOT verified: "
+              f"{(m1 if m0.ok else m0).error}")
+            w(f"wrote {dst} ({written:,d} bytes)")
+            return 3
         else:
             same = [o["hex"] for o in m0.outputs] == [o["hex"] for o in m1.outputs]
-            w(f"  TFLM head after (measured)             {m1.head_bytes:>12,d} B   "
+            w(f"  {'TFLM head after (measured)':<{width}}{m1.head_bytes:>12,d} B   "
               f"{'= predicted' if m1.head_bytes == op.predicted_head_bytes else 'DIFFERS from predicted'}")
             w(f"  outputs on random inputs (seed 0): {'identical' if same else 'DIFFERENT'}")
             if not same or m1.head_bytes != op.predicted_head_bytes:

@@ -11,6 +11,7 @@ import argparse
 import sys
 
 from viewer.cli._common import add_edit_args, add_model_args, edits_from_args
+from viewer.cli._tflm import add_runtime_arg, is_tflm
 from viewer.errors import UsageError
 from viewer.units import format_bytes
 
@@ -36,9 +37,14 @@ def add_parser(sub) -> None:
                    help="Model Explorer: the measure to colour nodes by (default live_bytes: "
                         "every tensor live at the operator, kernel temporaries included)")
     p.add_argument("--planner", default="litert", metavar="NAME",
-                   help="plan whose offsets give arena_top_bytes (default litert)")
+                   help="plan whose offsets give arena_top_bytes (default litert; tflm_greedy "
+                        "under --runtime tflm)")
     p.add_argument("--no-measure", dest="measure", action="store_false",
-                   help="do not run LiteRT: kernel temporaries are then missing (said in the file)")
+                   help="do not run the runtime: kernel temporaries (TFLM: scratch) are then "
+                        "missing (said in the file)")
+    p.add_argument("--timeout", type=float, default=120.0, metavar="S",
+                   help="seconds for the TFLM run (--runtime tflm)")
+    add_runtime_arg(p)
     p.add_argument("--force", action="store_true", help="replace FILE.json if it exists")
     add_edit_args(p)
     p.set_defaults(run=run)
@@ -55,6 +61,17 @@ def _overlays(model, entry: int, edits, planner: str, measure: bool, indices):
         notes.extend(fp.notes if i == entry else ())
         out.append(subgraph_overlay(model, i, fp.analysis, fp.plan, fp.measured))
     return out, notes
+
+
+def _tflm_overlays(args):
+    """TFLM plans every subgraph in one arena from subgraph 0: one overlay, of subgraph 0, with
+    called subgraphs' tensors at their caller's operator; the head is ``check --runtime
+    tflm``'s (measured scratch included unless ``--no-measure``)."""
+    from viewer.cli._tflm import tflm_view
+    from viewer.export.overlay import subgraph_overlay
+
+    fp, notes = tflm_view(args, args.planner)
+    return [subgraph_overlay(fp.model, 0, fp.analysis, fp.plans[fp.planner], fp.measured)], notes
 
 
 def run(args: argparse.Namespace) -> int:
@@ -78,12 +95,16 @@ def run(args: argparse.Namespace) -> int:
         indices = range(len(model.subgraphs))
     else:
         indices = [args.subgraph]
-    subs, notes = _overlays(model, args.subgraph, edits, args.planner, args.measure, indices)
+    if is_tflm(args):
+        subs, notes = _tflm_overlays(args)
+    else:
+        subs, notes = _overlays(model, args.subgraph, edits, args.planner, args.measure, indices)
     if args.format == "model-explorer":
         doc = model_explorer_node_data(subs, args.value, label)
         for s in subs:
             if not s.measured:
-                doc[s.graph_id]["name"] += " - kernel temporaries not included"
+                doc[s.graph_id]["name"] += (" - kernel scratch not included (TFLM not run)" if is_tflm(args)
+                                            else " - kernel temporaries not included")
     else:
         doc = netron_attachment(subs[0], label)
     from viewer.export.paths import write_atomic
@@ -96,6 +117,9 @@ def run(args: argparse.Namespace) -> int:
     widest = (f"widest operator #{w} {entry.op_names[w]} "
               f"{format_bytes(int(entry.values['live_bytes'][w]))}" if w >= 0 else "no operators")
     what = "" if entry.measured else " (kernel temporaries not included)"
+    if is_tflm(args):
+        what = (f"; TFLite Micro head {entry.arena_bytes:,d} B ({entry.planner})"
+                + ("" if entry.measured else ", kernel scratch not included"))
     print(f"{out}: {args.format} overlay of {len(subs)} subgraph(s), "
           f"{sum(len(s.op_names) for s in subs)} operators; {widest}{what}")
     return 0

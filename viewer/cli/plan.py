@@ -83,11 +83,21 @@ def run(args: argparse.Namespace) -> int:
 
         write_problem_csv(problem, args.export_csv, plans.get(best) if best else None, None,
                           args.model, force=args.force)
+    shape_check = None
     if not args.measure:
         notes.append("kernel temporaries (im2col, scratch) are not included: the runtime's arena "
                      "can be larger; add --measure to run LiteRT and include them")
+        shape_check = _stored_shape_check(prep, edits)
+        if shape_check is not None and not shape_check.ok:
+            notes.append(_shape_note(shape_check, a.subgraph))
     report = build_report(prep.model, args.subgraph, a, plans, best, notes=tuple(notes),
-                          edits=_edits_dict(edits), with_offsets=args.json)
+                          edits=_edits_dict(edits), with_offsets=args.json,
+                          with_tables=args.json)
+    if shape_check is not None:
+        report["stored_shapes"] = shape_check.as_dict(a.subgraph)
+        report["stored_shapes"]["computed_lower_bound_bytes"] = _computed_lower_bound(prep, shape_check)
+    # What the lower bound (and every planned arena) leaves out, said on the number.
+    report["lower_bound_note"] = shape_check.caveat() if shape_check is not None else ""
     report["signatures"] = [{"key": sg.key, "subgraph": sg.subgraph_index}
                             for sg in prep.model.signatures]
     if fp is not None:  # the same terms check counts (viewer.whatif.footprint)
@@ -108,6 +118,45 @@ def run(args: argparse.Namespace) -> int:
         return 0
     _print_table(report, a, args.top)
     return 0
+
+
+def _stored_shape_check(prep, edits):
+    """Are the file's shapes those LiteRT computes at prepare? (our shape rules, no runtime).
+    None when a shape edit already set the shapes (the runtime's, or marked estimated)."""
+    from viewer.model.constants import small_int_constants
+    from viewer.whatif.shapes import check_stored_shapes
+
+    if edits is not None and (dict(edits.input_shapes) or edits.batch):
+        return None
+    consts = small_int_constants(prep.model.path, prep.subgraph_index)
+    return check_stored_shapes(prep.analysis.subgraph, consts, prep.analysis.kernel_sized)
+
+
+def _computed_lower_bound(prep, check) -> int | None:
+    """The lower bound at the shapes our rules give (an estimate of what LiteRT allocates,
+    kernel temporaries aside), when they differ from the file's; None otherwise."""
+    from viewer.analysis.intervals import analyze
+    from viewer.whatif.apply import with_shapes
+
+    if not check.differs:
+        return None
+    sg = with_shapes(prep.analysis.subgraph, {t: b for t, _a, b, _o in check.differs})
+    return int(analyze(sg, model=prep.model).lower_bound_bytes)
+
+
+def _shape_note(check, sg) -> str:
+    def name(t):
+        return f"#{t} '{sg.tensors[t].name[:40]}'"
+
+    if check.differs:
+        t, a, b, o = check.differs[0]
+        return (f"{len(check.differs)} tensor(s) are stored with other shapes than LiteRT computes "
+                f"at prepare, e.g. {name(t)} {list(a)} -> {list(b)} (operator #{o} "
+                f"{sg.operators[o].op_name}): sizes here are the file's; --measure gives the runtime's")
+    t, o = check.unconfirmed[0]
+    return (f"{len(check.unconfirmed)} tensor(s) are stored without a shape (rank 0) and sized by "
+            f"their kernel at prepare, e.g. {name(t)} (operator #{o} {sg.operators[o].op_name}): "
+            "--measure gives the runtime's sizes")
 
 
 def _measure(prep, timeout: float):
@@ -148,7 +197,7 @@ def _print_table(r: dict, a, top: int) -> None:
     out = sys.stdout.write
     lb = r["lower_bound_bytes"]
     out(f"{r['model']}  subgraph {r['subgraph']}  ({r['num_operators']} operators, "
-        f"{len(r['tensors'])} arena tensors)\n")
+        f"{r['num_arena_tensors']} arena tensors)\n")
     if r.get("signatures"):
         out("signatures: " + ", ".join(f"{x['key']} (subgraph {x['subgraph']})"
                                         for x in r["signatures"]) + "\n")
@@ -156,10 +205,17 @@ def _print_table(r: dict, a, top: int) -> None:
         out(f"note: {note}\n")
     out(f"  {'weights (file-backed)':<28}{_fmt(r['weights_bytes'])}\n")
     out(f"  {'naive sum':<28}{_fmt(r['naive_bytes'])}\n")
-    out(f"  {'lower bound':<28}{_fmt(lb)}\n")
+    caveat = r.get("lower_bound_note") or ""
+    tail = f"  {caveat}" if caveat else ""
+    out(f"  {'lower bound':<28}{_fmt(lb)}{tail}\n")
+    computed = (r.get("stored_shapes") or {}).get("computed_lower_bound_bytes")
+    if computed is not None:
+        label = "  at LiteRT's shapes"
+        out(f"  {label:<28}{_fmt(computed)}  [estimated: our shape "
+            "rules; kernel temporaries not included]\n")
     alb = r.get("aligned_lower_bound_bytes", lb)
     if alb > lb:
-        out(f"  {'  with ' + str(r.get('aligned_bound_alignment', 64)) + '-byte alignment':<28}{_fmt(alb)}\n")
+        out(f"  {'  with ' + str(r.get('aligned_bound_alignment', 64)) + '-byte alignment':<28}{_fmt(alb)}{tail}\n")
     m = r.get("measured")
     if m:
         out(f"  {'  tensors only (no temps)':<28}{_fmt(m['tensor_lower_bound_bytes'])}\n")
@@ -175,7 +231,8 @@ def _print_table(r: dict, a, top: int) -> None:
     for t in (r.get("footprint") or {}).get("terms", ()):
         out(f"  footprint: {t['name']:<26}{_fmt(t['bytes'])}  [{t['source']}: {t['method']}]\n")
     gap_to = "gap to aligned bound" if alb > lb else "gap to lower bound"
-    out(f"  planner                             arena            {gap_to}\n")
+    shapes = "  (at the file's stored shapes)" if caveat else ""
+    out(f"  planner                             arena            {gap_to}{shapes}\n")
     for name, p in r["plans"].items():
         mark = "  <- smallest" if name == r["best_plan"] else ""
         if p["proven_optimal"]:

@@ -18,7 +18,10 @@ from viewer.errors import UsageError
 from viewer.planning.csv_io import read_problem_csv
 from viewer.planning.registry import get_planner
 from viewer.planning.run import best_plan_name, run_planners
-from viewer.units import format_bytes
+from viewer.units import format_bytes, parse_size
+
+#: Exit codes with ``--capacity`` (as ``check``): fits, proven not to fit, not decided.
+FITS, DOES_NOT_FIT, NOT_DECIDED = 0, 1, 3
 
 
 def add_parser(sub) -> None:
@@ -32,9 +35,16 @@ def add_parser(sub) -> None:
     )
     p.add_argument("problem", metavar="PROBLEM.csv", help="problem file: id,lower,upper,size")
     p.add_argument(
-        "--planner", default="all", metavar="NAME",
+        "--planner", default=None, metavar="NAME",
         help="a planner, a comma-separated list, or 'all' (default: every heuristic; the exact "
-        f"'optimal' only when named). Known: {known_planners_help()}",
+        "'optimal' only when named, or with --capacity, whose default is 'all,optimal'). "
+        f"Known: {known_planners_help()}",
+    )
+    p.add_argument(
+        "--capacity", default=None, metavar="SIZE",
+        help="answer 'does it fit in SIZE?' (e.g. 1048576, 1MiB), the question MiniMalloc's "
+        "--capacity asks: the exact planner stops at its first plan within SIZE or when it proves "
+        "none exists. Exit 0 fits, 1 proven not to fit, 3 not decided within --time-limit",
     )
     p.add_argument("--time-limit", type=float, default=None, metavar="S",
                    help="time limit in seconds for the exact planner")
@@ -75,7 +85,8 @@ def run(args: argparse.Namespace) -> int:
     Returns
     -------
     int
-        0 on success.
+        0 on success; with ``--capacity``: 0 a plan fits, 1 proven not to fit (a proven lower
+        bound above it), 3 not decided within the time limit.
 
     Raises
     ------
@@ -83,19 +94,27 @@ def run(args: argparse.Namespace) -> int:
         Bad CSV (missing file, bad header, non-integer field, ``upper <= lower``, negative
         size) or an unknown planner: one line naming the file or planner.
     viewer.errors.UsageError
-        ``--alignment`` below 1 (or above 1 GiB), or a ``--time-limit`` that is not a positive,
-        finite number of seconds.
+        ``--alignment`` below 1 (or above 1 GiB), a ``--time-limit`` that is not a positive,
+        finite number of seconds, or a ``--capacity`` that is not a size above 0 bytes.
     """
     if not 1 <= args.alignment <= 1 << 30:
         raise UsageError(f"--alignment must be a positive number of bytes up to 1 GiB, not {args.alignment}")
     if args.time_limit is not None and not (math.isfinite(args.time_limit) and args.time_limit > 0):
         raise UsageError(f"--time-limit {args.time_limit:g}: need a positive, finite number of seconds "
                          "(e.g. 10; omit it for no limit)")
-    names = _planner_names(args.planner)
+    capacity = _capacity(args.capacity)
+    default = "all" if capacity is None else "all,optimal"
+    names = _planner_names(args.planner or default)
     problem, ids = read_problem_csv(args.problem)
     lower = problem.lower_bound()
-    plans = run_planners(problem, names, args.alignment, time_limit=args.time_limit)
+    options = {}
+    if capacity is not None:
+        options = {n: {"target_bytes": capacity, "stop_at_target": True}
+                   for n in names if get_planner(n).exact}
+    plans = run_planners(problem, names, args.alignment, time_limit=args.time_limit,
+                         planner_options=options)
     best = best_plan_name(plans)
+    verdict = None if capacity is None else capacity_verdict(plans, capacity, lower)
     if args.json:
         report = {
             "problem": str(args.problem),
@@ -114,9 +133,11 @@ def run(args: argparse.Namespace) -> int:
             },
             "best_plan": best,
         }
+        if verdict is not None:
+            report["capacity"] = verdict
         json.dump(report, sys.stdout, indent=1)
         sys.stdout.write("\n")
-        return 0
+        return 0 if verdict is None else verdict["exit_code"]
     out = sys.stdout.write
     out(f"{args.problem}  ({_count(len(problem.buffers), 'buffer')}, alignment {args.alignment})\n")
     out(f"lower bound {lower:,d} B" + (f" ({format_bytes(lower)})" if lower >= 1024 else "") + "\n")
@@ -130,4 +151,62 @@ def run(args: argparse.Namespace) -> int:
             f"{ratio:>15}{plan.stats.get('seconds', 0.0):>11.3f}{'  ' + proof if proof else ''}\n"
         )
     out("* smallest arena\n")
-    return 0
+    if verdict is None:
+        return 0
+    out(verdict["line"] + "\n")
+    return verdict["exit_code"]
+
+
+def _capacity(text: str | None) -> int | None:
+    """``--capacity`` in bytes (None when not given); UsageError for a bad or zero size."""
+    if text is None:
+        return None
+    try:
+        value = parse_size(text)
+    except UsageError as e:
+        raise UsageError(f"--capacity: {e}") from None
+    if value <= 0:
+        raise UsageError(f"--capacity {text}: a capacity must be more than 0 bytes")
+    return value
+
+
+def capacity_verdict(plans: dict, capacity: int, lower: int) -> dict:
+    """Does the problem fit in ``capacity`` bytes, by the plans made?
+
+    Fits when any plan's arena is within it (the first such planner in run order, e.g. the
+    exact planner that stopped there); does not fit when the widest time step's breadth
+    ``lower`` or an exact planner's proven bound exceeds it; else not decided.
+
+    Returns
+    -------
+    dict
+        ``verdict`` (``fits``, ``does not fit``, ``not decided``), ``exit_code`` (0, 1, 3),
+        ``capacity_bytes``, ``planner``, ``arena_bytes`` (best arena), ``bound_bytes`` (best
+        proven bound) and ``line``, the one-line answer.
+    """
+    cap = f"capacity {capacity:,d} B" + (f" ({format_bytes(capacity)})" if capacity >= 1024 else "")
+    fit = [n for n, p in plans.items() if p.arena_bytes <= capacity]
+    best = min(plans, key=lambda n: plans[n].arena_bytes) if plans else None
+    arena = plans[best].arena_bytes if best else None
+    bounds = [(int(p.bound_bytes), n) for n, p in plans.items()
+              if get_planner(n).exact and p.bound_bytes is not None]
+    # The breadth first on a tie: the simpler reason.
+    bound, by = max(bounds + [(int(lower), "lower bound")], key=lambda t: (t[0], t[1] == "lower bound"))
+    out = {"capacity_bytes": capacity, "arena_bytes": arena, "bound_bytes": bound}
+    if fit:
+        p = plans[fit[0]]
+        secs = p.stats.get("seconds", 0.0)
+        return {**out, "verdict": "fits", "exit_code": FITS, "planner": fit[0],
+                "line": f"{cap}: fits ({fit[0]}: {p.arena_bytes:,d} B in {secs:.3f} s)"}
+    if bound > capacity:
+        why = ("the widest time step's breadth" if by == "lower bound"
+               else f"{by}'s proven lower bound")
+        return {**out, "verdict": "does not fit", "exit_code": DOES_NOT_FIT, "planner": by,
+                "line": f"{cap}: does not fit ({why} is {bound:,d} B)"}
+    exact = [n for n in plans if get_planner(n).exact]
+    how = (f"no plan within it found in the time limit by {', '.join(exact)}" if exact
+           else "no heuristic plan fits and none of them can prove it impossible; "
+                "add --planner optimal")
+    return {**out, "verdict": "not decided", "exit_code": NOT_DECIDED, "planner": None,
+            "line": f"{cap}: not decided ({how}; best arena {arena:,d} B, "
+                    f"proven bound {bound:,d} B)"}

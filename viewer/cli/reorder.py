@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import math
 import sys
+import time
 from pathlib import Path
 
 from viewer.errors import UsageError
@@ -35,7 +36,9 @@ def add_parser(sub) -> None:
                    help="replace OUT when it exists (without it, an existing file is refused)")
     p.add_argument("--subgraph", type=int, default=0, metavar="N", help="subgraph index (default 0)")
     p.add_argument("--time-limit", type=float, default=10.0, metavar="S",
-                   help="seconds for the search, > 0 (default 10); the best order found by then is used")
+                   help="seconds for the search, > 0 (default 10); loading MODEL, analysing its "
+                        "order, checking the order found and writing OUT come on top (each "
+                        "printed). The best order found by then is used")
     p.set_defaults(run=run)
 
 
@@ -46,11 +49,15 @@ def run(args: argparse.Namespace) -> int:
                          "(e.g. 10, the default; 0.1 for a quick look)")
     # Before the search: never the input, no FIFO/device, no existing file without --force.
     check_output_path(dst, src, what="reordered model", force=args.force)
+    t0 = time.perf_counter()
     model = load_model(src)
     sg = model.subgraph(args.subgraph)
+    t1 = time.perf_counter()
     res = reorder(sg, time_limit=args.time_limit)
+    t2 = time.perf_counter()
     apply_order(sg, res.order)  # checks the order once more before anything is written
     written = write_reordered(src, dst, args.subgraph, res.order, force=args.force)
+    t3 = time.perf_counter()
 
     out = sys.stdout.write
     out(f"{src}  subgraph {sg.index}  ({len(sg.operators)} operators)\n")
@@ -61,8 +68,12 @@ def run(args: argparse.Namespace) -> int:
     out(f"  {'saving':<20}{res.saving_bytes:>14,d} B  {format_bytes(res.saving_bytes):>10}  ({pct:.1f}%)\n")
     method = res.stats.get("method", "")
     proof = "proven smallest" if res.exact else "not proven smallest"
-    out(f"  search: {method}, {proof}, {res.stats.get('seconds', 0.0):.1f} s, "
-        f"{res.stats.get('states', 0):,d} operator sets\n")
+    st = res.stats
+    out(f"  search: {method}, {proof}, {st.get('search_seconds', t2 - t1):.1f} s of the "
+        f"{args.time_limit:g} s limit, {st.get('states', 0):,d} operator sets kept, "
+        f"{st.get('steps', 0):,d} steps tried (not counted: loading {t1 - t0:.1f} s, analysing "
+        f"{st.get('prepare_seconds', 0.0):.1f} s, checking + writing "
+        f"{st.get('check_seconds', 0.0) + t3 - t2:.1f} s)\n")
     if res.changed:
         pos = {o: k for k, o in enumerate(res.order)}
         out(f"  moved {len(res.moved_ops)} operator{'' if len(res.moved_ops) == 1 else 's'} (original index -> new position):\n")

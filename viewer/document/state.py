@@ -51,6 +51,7 @@ EVENTS = {
     "failed": "(kind, message): work failed (message is one line)",
     "cancelled": "(kind): the work was cancelled; the view is unchanged",
     "other_changed": "(response or None): the second model the compare view shows opened or closed",
+    "runtime_changed": "(runtime): the runtime target went back to the shown view's (a switch failed)",
 }
 
 #: What the status bar says while work of each kind runs ("Opening x.tflite…").
@@ -435,6 +436,11 @@ class Document:
             self._panel_edits = (dataclasses.replace(applied, tensor_dtypes={})
                                  if applied is not None else WhatIfEdits())
             self.events.emit("edits_restored", applied)
+        shown_rt = self._full.request.runtime if self._full is not None else self.runtime
+        if kind == "open" and shown_rt != self.runtime:
+            # A runtime switch failed: the target goes back to the runtime of what is shown.
+            self.runtime = shown_rt
+            self.events.emit("runtime_changed", shown_rt)
         shown = " (the previous view stays)" if self._full is not None else ""
         self.events.emit("status", message + shown)
         self.events.emit("failed", kind, message)

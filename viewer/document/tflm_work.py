@@ -38,7 +38,8 @@ def compute_tflm(request, model, report, is_cancelled, t0: float):
         raise PlanCancelled("cancelled: a newer request replaced this one")
     report(0.1, "measuring with TFLite Micro" if request.measure and not edited else "planning under TFLM's rules")
     names = list(request.planners) if request.planners is not None else default_planner_names(runtime="tflm")
-    fp = tflm_footprint(model_t, planners=names, measure=request.measure, edited=edited, min_arena=False)
+    # min_arena: the prepare-time extra check counts, so the budget is check's tensor_arena_size
+    fp = tflm_footprint(model_t, planners=names, measure=request.measure, edited=edited, min_arena=True)
     plans = dict(fp.plans)
     m = fp.measurement
     if m is not None and m.ok and m.hooks:

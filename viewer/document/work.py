@@ -530,6 +530,9 @@ def compute_reorder(request: ReorderRequest, progress=None, cancelled=None) -> A
     temps = tuple(probe.arena_temporaries) if probe is not None else ()
     res = reorder(sg, time_limit=request.time_limit, cancelled=cancelled, temporaries=temps,
                   progress=lambda f, m: report(0.8 * f, m))
+    if not res.changed:  # the stored order: its plans (and measurement) stand, nothing to replan
+        report(1.0, "done")
+        return dataclasses.replace(base, reorder=res, seconds=time.perf_counter() - t0)
     new_sg = apply_order(sg, res.order)
     pos = {o: k for k, o in enumerate(res.order)}
     temps_after = tuple(dataclasses.replace(t, op=pos.get(t.op, t.op)) for t in temps)

@@ -266,11 +266,14 @@ class OperatorAxisItem(pg.AxisItem):
 
 
 class TitleItem(pg.GraphicsWidget):
-    """Bold text, centred: one line, or two when the chart is too narrow (broken at the
-    " — ", "; " or ": " nearest the middle), each elided in the middle if still too long.
+    """Bold text, centred, wrapped at its separators (" — ", "; ", ": ", ", ") onto at most
+    :attr:`MAX_LINES` lines when the chart is too narrow. Lines are filled from the end, so the
+    figures (which end a title: "arena X, lower bound Y") keep whole lines and only the first
+    line (the file name) is elided in the middle when even that is too long.
     A pyqtgraph ``LabelItem`` would force the layout to be as wide as its text."""
 
-    SEPARATORS = (" — ", "; ", ": ")
+    SEPARATORS = (" — ", "; ", ": ", ", ")
+    MAX_LINES = 3
 
     def __init__(self, text: str, point_size: float = 13.0, color=(40, 40, 40), bold: bool = True):
         super().__init__()
@@ -296,23 +299,39 @@ class TitleItem(pg.GraphicsWidget):
     def text(self) -> str:
         return self._text
 
+    def _tokens(self) -> list[str]:
+        """The text cut after each separator (the separator's trailing space dropped)."""
+        out, start, k = [], 0, 0
+        text = self._text
+        while k < len(text):
+            hit = next((sep for sep in self.SEPARATORS if text.startswith(sep, k)), None)
+            if hit is None:
+                k += 1
+                continue
+            out.append(text[start:k + len(hit.rstrip())])
+            k += len(hit)
+            start = k
+        out.append(text[start:])
+        return [t for t in out if t]
+
     def _split(self, width: float) -> list[str]:
         fm = QtGui.QFontMetricsF(self._font)
         if fm.horizontalAdvance(self._text) <= width:
             return [self._text]
-        best = None
-        for sep in self.SEPARATORS:
-            start = 0
-            while (k := self._text.find(sep, start)) >= 0:
-                head, tail = self._text[:k + len(sep.rstrip())], self._text[k + len(sep):]
-                cost = max(fm.horizontalAdvance(head), fm.horizontalAdvance(tail))
-                if best is None or cost < best[0]:
-                    best = (cost, [head, tail])
-                start = k + 1
-        return [self._text] if best is None else best[1]
+        tokens = self._tokens()
+        lines: list[str] = []
+        while tokens:
+            if len(lines) == self.MAX_LINES - 1:  # the rest (the file name first) on one line
+                lines.insert(0, " ".join(tokens))
+                break
+            line = tokens.pop()
+            while tokens and fm.horizontalAdvance(tokens[-1] + " " + line) <= width:
+                line = tokens.pop() + " " + line
+            lines.insert(0, line)
+        return lines
 
     def fit(self, width: float) -> int:
-        """Choose one or two lines for ``width`` pixels; returns the number of lines."""
+        """Choose how many lines ``width`` pixels need; returns the number of lines."""
         lines = len(self._split(width - 8))
         height = max(self._line * lines + 8, self._floor)
         if lines != self._lines or height != self._height:

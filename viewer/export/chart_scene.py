@@ -49,6 +49,35 @@ THEME = {
 HEADROOM = 1.22
 #: Height in pixels of one line of in-plot annotation text (band and line labels).
 ANNOTATION_PX = 19.0
+#: The packing plot keeps at least this many pixels of height: below it the legend, then the
+#: kernel-temporaries line, then the breadth curve are left out (small windows and exports).
+MIN_PACKING_PX = 160.0
+#: Height of an x axis with its ticks and title, in pixels (for :func:`choose_rows`).
+AXIS_PX = 44.0
+#: Space kept between an in-plot label and the plot's border, in pixels.
+LABEL_MARGIN_PX = 4.0
+#: Axis titles, longest first: the first that fits along its plot's height is shown.
+Y_TITLES = {"packing": ("arena offset (bytes)", "offset (bytes)", "offset", ""),
+            "breadth": ("breadth (bytes)", "breadth", "")}
+X_TITLES = ("operator index (execution order)", "operator index", "operator", "")
+
+
+def choose_rows(height: float, title_px: float, legend_px: float, notes_px: float, *,
+                legend_on_top: bool = True) -> tuple[bool, bool, bool]:
+    """Which optional rows a chart ``height`` pixels tall shows: (legend, notes line, breadth
+    curve). All of them while the packing plot keeps :data:`MIN_PACKING_PX`; else the legend
+    goes first, then the notes line, then the breadth curve, so a small window or export keeps
+    a plot with its rectangles rather than a legend over empty axes."""
+    def packing(legend: bool, notes: bool, breadth: bool) -> float:
+        avail = height - 20.0 - title_px - (notes_px if notes else 0.0)
+        avail -= legend_px + 4.0 if legend and legend_on_top else 0.0
+        return (avail - 2 * AXIS_PX) * 0.75 if breadth else avail - AXIS_PX
+
+    for rows in ((True, True, True), (False, True, True), (False, False, True)):
+        need = MIN_PACKING_PX if legend_on_top or not rows[0] else max(MIN_PACKING_PX, legend_px)
+        if packing(*rows) >= need:
+            return rows
+    return (False, False, False)
 
 
 @dataclass
@@ -79,6 +108,74 @@ class ChartPlot:
     at_home: bool = False
     #: The breadth curve's lower-bound line.
     breadth_lower_bound_line: "pg.InfiniteLine | None" = None
+    #: Optional rows shown (:func:`choose_rows`): legend, notes line, breadth curve.
+    rows: tuple = (True, True, True)
+    #: The band label's texts, longest first; the longest that fits the plot's width is shown.
+    band_texts: tuple = ()
+    #: The arena label's texts, longest first, likewise.
+    arena_texts: tuple = ()
+
+    @property
+    def breadth_shown(self) -> bool:
+        """False when the chart was too short for the breadth curve (:func:`choose_rows`)."""
+        return bool(self.rows[2])
+
+    def place_labels(self, *_args) -> None:
+        """Fit the in-plot labels to the plot as drawn: the widest-operator label and the arena
+        label each take the longest of their texts that fits inside the plot (with
+        :data:`LABEL_MARGIN_PX` to the border), the band label is moved inside the plot near its
+        band, and each y-axis title shortens to what fits along its plot's height."""
+        vb = self.packing.getViewBox()
+        rect = vb.sceneBoundingRect()
+        if rect.width() <= 0 or rect.height() <= 0:
+            return
+        self._place_band_label(vb, rect)
+        self._fit_arena_label(rect)
+        plots = (("packing", self.packing),) + ((("breadth", self.breadth),) if self.breadth_shown else ())
+        for name, plot in plots:
+            axis = plot.getAxis("left")
+            h = plot.getViewBox().sceneBoundingRect().height()
+            text = next((t for t in Y_TITLES[name] if _title_fm().horizontalAdvance(t) <= h - 4), "")
+            if axis.labelText != text:
+                axis.setLabel(text)
+                axis.resizeEvent(None)  # re-centre the new title along the axis
+            axis = plot.getAxis("bottom")
+            w = plot.getViewBox().sceneBoundingRect().width()
+            text = next((t for t in X_TITLES if _title_fm().horizontalAdvance(t) <= w - 4), "")
+            if axis.labelText != text:
+                axis.setLabel(text)
+                axis.resizeEvent(None)  # re-centre the new title along the axis
+
+    def _place_band_label(self, vb, rect) -> None:
+        label = self.band_label
+        if not self.band.isVisible():
+            return
+        room = rect.width() - 2 * LABEL_MARGIN_PX
+        fm = QtGui.QFontMetricsF(label.textItem.font())
+        text = next((t for t in self.band_texts if fm.horizontalAdvance(t) + 6 <= room),
+                    self.band_texts[-1] if self.band_texts else label.toPlainText())
+        if label.toPlainText() != text:
+            label.setText(text)
+        lo, hi = self.widest_band()
+        (x0, x1), _ = vb.viewRange()
+        label.setVisible(hi > x0 and lo < x1)  # the band is in view
+        w = label.boundingRect().width()
+        centre = vb.mapViewToScene(QtCore.QPointF((lo + hi) / 2, 0)).x()
+        left = min(max(centre - w / 2, rect.left() + LABEL_MARGIN_PX), rect.right() - LABEL_MARGIN_PX - w)
+        x = vb.mapSceneToView(QtCore.QPointF(max(left, rect.left() + LABEL_MARGIN_PX), 0)).x()
+        label.setAnchor((0.0, 0.0))
+        label.setPos(x, label.pos().y())
+
+    def _fit_arena_label(self, rect) -> None:
+        label = self.arena_line.label
+        if label is None or not self.arena_texts:
+            return
+        fm = QtGui.QFontMetricsF(label.textItem.font())
+        room = rect.width() * 0.96 - 2 * LABEL_MARGIN_PX
+        text = next((t for t in self.arena_texts if fm.horizontalAdvance(t) + 6 <= room), self.arena_texts[-1])
+        if label.toPlainText() != text:
+            label.setText(text)
+            label.updatePosition()
 
     def widest_band(self) -> tuple[float, float]:
         """x extent of the widest-operator band, in operator units."""
@@ -113,7 +210,8 @@ class ChartPlot:
         h = float(self.packing.getViewBox().height())
         if h <= 0:
             return HEADROOM
-        need = 2.4 * ANNOTATION_PX
+        labels = [self.band_label] + ([self.arena_line.label] if self.arena_line.label is not None else [])
+        need = max(2.4 * ANNOTATION_PX, sum(lab.boundingRect().height() for lab in labels) + 6.0)
         return max(HEADROOM, h / max(h - need, 0.25 * h))
 
     def reset_view(self) -> None:
@@ -132,6 +230,14 @@ class ChartPlot:
     def _on_packing_resized(self, *_args) -> None:
         if self.at_home:  # keep the full view's headroom right for the new height
             self.reset_view()
+        self.place_labels()
+
+
+def _title_fm() -> QtGui.QFontMetricsF:
+    """Metrics of the axis titles (10 pt, :func:`_style_axis`)."""
+    font = QtGui.QFont()
+    font.setPointSizeF(10.0)
+    return QtGui.QFontMetricsF(font)
 
 
 def _pen(rgb, width=1.0, style=QtCore.Qt.PenStyle.SolidLine):
@@ -160,7 +266,7 @@ def _gap_text(data: ChartData) -> str:
 
 def build_chart(data: ChartData, layout: pg.GraphicsLayout, *, legend_cols: int = 1,
                 legend: str = "right", title_pt: float = 13.0,
-                temporaries_line: bool = False) -> ChartPlot:
+                temporaries_line: bool = False, size: tuple[float, float] | None = None) -> ChartPlot:
     """Fill ``layout`` with the complete chart of ``data``.
 
     Rows: the title; the packing plot (x = operator index in execution order, y = arena
@@ -180,11 +286,20 @@ def build_chart(data: ChartData, layout: pg.GraphicsLayout, *, legend_cols: int 
         the title and the packing plot (the widget, narrow images); ``"inside"`` is an old name
         of ``"top"``. Either way it never covers the plot area.
     title_pt : float
-        Point size of the title, which is elided in the middle when the chart is narrow.
+        Point size of the title, which wraps onto up to three lines when the chart is narrow
+        (:class:`TitleItem`).
     temporaries_line : bool
         Add a line under the plots naming the largest kernel temporaries with their runtime
         names (:func:`viewer.export.chart_data.temporaries_text`; exports, where there is no
         hover); nothing when the chart has none.
+    size : (float, float), optional
+        Pixels the chart will get, when the layout does not have its size yet (a sub-layout
+        of a compare image); default the layout's geometry.
+
+    When the layout's height leaves the packing plot less than :data:`MIN_PACKING_PX`, the
+    legend, then the notes line, then the breadth curve are left out (:func:`choose_rows`;
+    ``ChartPlot.rows`` says which are shown). The in-plot labels and the y-axis titles fit the
+    plot's size as drawn (:meth:`ChartPlot.place_labels`).
 
     Returns
     -------
@@ -210,9 +325,7 @@ def build_chart(data: ChartData, layout: pg.GraphicsLayout, *, legend_cols: int 
         axisItems={"left": BytesAxisItem("left"), "bottom": OperatorAxisItem("bottom")},
         enableMenu=False,
     )
-    layout.addItem(breadth, row=3, col=0)
     layout.layout.setRowStretchFactor(2, 3)
-    layout.layout.setRowStretchFactor(3, 1)
 
     for plot, ylabel, xlabel in (
         (packing, "arena offset (bytes)", "operator index (execution order)"),
@@ -272,10 +385,13 @@ def build_chart(data: ChartData, layout: pg.GraphicsLayout, *, legend_cols: int 
         edge.setZValue(12)
         packing.addItem(edge)
         band_edges.append(edge)
-    band_text = (
-        f"widest operator #{w} {data.widest_op_name}: breadth {format_bytes(data.lower_bound)}"
-        if w >= 0 else "no operators: the tensor arena is empty"
+    band_texts = (
+        (f"widest operator #{w} {data.widest_op_name}: breadth {format_bytes(data.lower_bound)}",
+         f"widest #{w} {data.widest_op_name}: {format_bytes(data.lower_bound)}",
+         f"widest #{w}: {format_bytes(data.lower_bound)}", f"#{w}")
+        if w >= 0 else ("no operators: the tensor arena is empty", "no operators")
     )
+    band_text = band_texts[0]
     # Keep the annotation inside the plot: left-aligned near the start, right-aligned near the end.
     frac = (w + 0.5) / max(data.num_ops, 1)
     # Within the first or last tenth, from the plot's edge, so a narrow chart does not cut it.
@@ -303,10 +419,16 @@ def build_chart(data: ChartData, layout: pg.GraphicsLayout, *, legend_cols: int 
                    "fill": pg.mkBrush(255, 255, 255, 210)},
     )
     right_side = frac <= 0.5
+    arena_texts = (
+        f"arena {format_bytes(data.arena_bytes)} ({data.planner})"
+        + (" = lower bound" if same else f": {_gap_text(data)}"),
+        f"arena {format_bytes(data.arena_bytes)}"
+        + (" = lower bound" if same else f": {_gap_text(data).split(' over ')[0]}"),
+        f"arena {format_bytes(data.arena_bytes)}",
+    )
     arena_line = pg.InfiniteLine(
         pos=data.arena_bytes / ys, angle=0, movable=False, pen=_pen(THEME["arena"], 1.5),
-        label=f"arena {format_bytes(data.arena_bytes)} ({data.planner})"
-        + (" = lower bound" if same else f": {_gap_text(data)}"),
+        label=arena_texts[0],
         labelOpts={"position": 0.98 if right_side else 0.02, "color": THEME["arena"],
                    "anchors": [(1, 1) if right_side else (0, 1)] * 2,
                    "fill": pg.mkBrush(255, 255, 255, 210)},
@@ -345,10 +467,6 @@ def build_chart(data: ChartData, layout: pg.GraphicsLayout, *, legend_cols: int 
     )
     heading = "colour: tensor kind" if data.color_by == "kind" else "colour: producer op"
     legend.setParentItem(None)
-    if top_legend:
-        layout.addItem(legend, row=1, col=0, colspan=2)
-    else:
-        layout.addItem(legend, row=2, col=1)
     legend.addItem(pg.PlotDataItem(pen=None), f"<b>{heading}</b>")
     for label, idx in data.legend:
         rgb = data.palette[idx]
@@ -370,26 +488,51 @@ def build_chart(data: ChartData, layout: pg.GraphicsLayout, *, legend_cols: int 
     )
     legend.setProperty("arena_viewer_top", top_legend)
     fit_legend(legend, geometry.width() if geometry.width() > 0 else 1000.0)
-    layout.layout.setAlignment(
-        legend, QtCore.Qt.AlignmentFlag.AlignTop | QtCore.Qt.AlignmentFlag.AlignLeft)
-
-    # Emptying a shown layout shrinks it to its minimum size; give it back the view's size.
-    if geometry.height() > 0 and geometry.width() > 0:
-        layout.setGeometry(geometry)
 
     notes = None
     text = temporaries_text(data) if temporaries_line else ""
     if text:
         notes = TitleItem(text, 8.5, fg, bold=False)
-        layout.addItem(notes, row=4, col=0, colspan=2)
         if geometry.width() > 0:
             notes.fit(geometry.width() - 20)
+
+    # The optional rows the height leaves room for (all of them for an unsized layout).
+    rows = (True, True, True)
+    height = float(size[1]) if size is not None else geometry.height()
+    if height > 0:
+        rows = choose_rows(height, title.minimumHeight(), legend.minimumHeight(),
+                           notes.minimumHeight() if notes is not None else 0.0,
+                           legend_on_top=top_legend)
+    if rows[0]:
+        if top_legend:
+            layout.addItem(legend, row=1, col=0, colspan=2)
+        else:
+            layout.addItem(legend, row=2, col=1)
+        layout.layout.setAlignment(
+            legend, QtCore.Qt.AlignmentFlag.AlignTop | QtCore.Qt.AlignmentFlag.AlignLeft)
+    else:
+        legend.setVisible(False)
+    if rows[2]:
+        layout.addItem(breadth, row=3, col=0)
+        layout.layout.setRowStretchFactor(3, 1)
+    else:
+        breadth.setVisible(False)
+    if notes is not None:
+        if rows[1]:
+            layout.addItem(notes, row=4, col=0, colspan=2)
+        else:
+            notes.setVisible(False)
+            notes = None
+
+    # Emptying a shown layout shrinks it to its minimum size; give it back the view's size.
+    if geometry.height() > 0 and geometry.width() > 0:
+        layout.setGeometry(geometry)
 
     plot = ChartPlot(
         data=data, packing=packing, breadth=breadth, item=item, legend=legend, title=title,
         band=band, breadth_band=breadth_band, band_label=band_label, lower_bound_line=lb_line,
         arena_line=arena_line, breadth_curve=curve, y_scale=ys, breadth_scale=bs, notes=notes,
-        breadth_lower_bound_line=blb,
+        breadth_lower_bound_line=blb, rows=rows, band_texts=band_texts, arena_texts=arena_texts,
     )
     packing.setLimits(xMin=-1, xMax=max(data.num_ops, 1) + 1, yMin=-top * 0.05 / ys,
                       yMax=top * 2 / ys)
@@ -398,6 +541,8 @@ def build_chart(data: ChartData, layout: pg.GraphicsLayout, *, legend_cols: int 
     plot.reset_view()
     vb = packing.getViewBox()
     vb.sigResized.connect(plot._on_packing_resized)
+    vb.sigXRangeChanged.connect(plot.place_labels)
+    plot.place_labels()
     vb.sigRangeChangedManually.connect(lambda *_: setattr(plot, "at_home", False))
     return plot
 

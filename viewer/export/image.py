@@ -277,7 +277,8 @@ def build_chart_widget(data, width: int, height: int, *, faded=None):
     widget.resize(width, height)
     widget.ci.setGeometry(0, 0, width, height)
     chart = build_chart(data, widget.ci, legend="right" if width >= 1000 else "top",
-                        title_pt=13.0 if width >= 1000 else 11.0, temporaries_line=True)
+                        title_pt=13.0 if width >= 1000 else (11.0 if width >= 600 else 9.5),
+                        temporaries_line=True)
     if faded is not None:
         chart.item.set_faded(faded)
     return widget, chart
@@ -324,7 +325,8 @@ def build_compare_widget(left, right, width: int, height: int):
     for col, data in enumerate((left, right)):
         sub = widget.ci.addLayout(row=1, col=col)
         plot = build_chart(data, sub, legend="top", title_pt=11.0 if width >= 1200 else 9.5,
-                           temporaries_line=notes)
+                           temporaries_line=notes,
+                           size=(width / 2, height - heading.minimumHeight() - 10))
         fit_legend(plot.legend, width / 2 - 40)
         for item in (plot.title, plot.notes):
             if item is not None:

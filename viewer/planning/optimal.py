@@ -127,6 +127,7 @@ class _Anytime:
         self.best_from = ""
         self.bound = 0
         self.granularity = 1  # the optimum is a multiple of it
+        self.stop_target: int | None = None  # stop once this budget is met or proven unmeetable
         self.log: list[dict[str, Any]] = []
         self._last_fraction = 0.0
 
@@ -158,7 +159,10 @@ class _Anytime:
 
     @property
     def done(self) -> bool:
-        return self.best_arena <= self.bound
+        if self.best_arena <= self.bound:
+            return True
+        t = self.stop_target
+        return t is not None and bool(self.best_offsets) and (self.best_arena <= t or self.bound > t)
 
     def poll(self) -> None:
         if self.cancelled is not None and self.cancelled():
@@ -187,22 +191,48 @@ BOUND_SHARE = 2.0
 DESCENT_TRIES = 2
 
 
+#: Seconds of searching after which the other preorders move to worker processes
+#: (:mod:`viewer.planning._mm_workers`); problems decided sooner never start one.
+PROCESSES_AFTER = 0.1
+
+
 class _Capacities:
     """Open decision searches, by capacity (bytes), resumed when the same capacity comes back."""
 
-    def __init__(self, st: _Anytime, start, end, size, idx, ids, alignment, params, stage_end):
+    def __init__(self, st: _Anytime, start, end, size, idx, ids, alignment, params, stage_end,
+                 processes: bool = False):
         self.st, self.idx, self.ids = st, idx, ids
         self.args = (start, end, size)
         self.alignment, self.params, self.stage_end = alignment, params, stage_end
         self.sw = mm.sweep(start, end)
         self.open: dict[int, mm.Decision] = {}
+        self.processes = processes
+        self.pool = None
+        self.t_start = time.monotonic()
+
+    def _start_pool(self) -> None:
+        """Start the worker processes once the search has run :data:`PROCESSES_AFTER`."""
+        if not self.processes or time.monotonic() - self.t_start < PROCESSES_AFTER:
+            return
+        self.processes = False  # once
+        from viewer.planning._mm_workers import WorkerPool
+
+        p = self.params or mm.SearchParams()
+        others = list(dict.fromkeys(p.preordering_heuristics))[1:]
+        if others and p.static_preordering:
+            self.pool = WorkerPool(*self.args, self.alignment, p, others)
+            self.st.log.append({"stage": "minimalloc", "workers": len(self.pool.workers),
+                                "preorders": others,
+                                "seconds": round(time.monotonic() - self.st.t0, 3)})
 
     def attempt(self, cap: int, seconds: float) -> str:
         """Decide "arena <= cap?" for up to ``seconds`` more; keep what it proves or finds."""
         st = self.st
+        self._start_pool()
         d = self.open.pop(cap, None)
         if d is None:
             d = mm.Decision(*self.args, cap, self.alignment, params=self.params, sw=self.sw)
+        d.pool = self.pool
         deadline = min(self.stage_end, time.monotonic() + max(seconds, 0.01))
         status = d.run(deadline, st.cancelled, lambda _d: st.report())
         st.log.append({"stage": "minimalloc", "capacity": int(cap), "status": status,
@@ -225,13 +255,18 @@ class _Capacities:
         return status
 
     def close(self) -> None:
-        for d in self.open.values():
-            d.close()
-        self.open.clear()
+        try:
+            for d in self.open.values():
+                d.close()
+            self.open.clear()
+        finally:
+            if self.pool is not None:
+                self.pool.close()
+                self.pool = None
 
 
 def _dfs_stage(st: _Anytime, start, end, size, idx, ids, alignment, params, budget: float,
-               target: int | None = None) -> str:
+               target: int | None = None, processes: bool = False) -> str:
     """Decision searches that descend from the best arena, in passes of growing time slices.
 
     Feasibility is monotone in the capacity: "infeasible at C" proves the bound C + 1, and
@@ -258,7 +293,7 @@ def _dfs_stage(st: _Anytime, start, end, size, idx, ids, alignment, params, budg
     answered, then go on as above.
     """
     stage_end = min(st.deadline, time.monotonic() + budget)
-    caps = _Capacities(st, start, end, size, idx, ids, alignment, params, stage_end)
+    caps = _Capacities(st, start, end, size, idx, ids, alignment, params, stage_end, processes)
     outcome = "open"
     slice_ = FIRST_SLICE  # the bound's attempt gets BOUND_SHARE of it; doubles every pass
     descent_slice = FIRST_SLICE  # doubles after a fruitful pass, else halves (>= slice_ / 4)
@@ -365,6 +400,17 @@ def _cp_sat_stage(st: _Anytime, start, end, size, idx, ids, alignment, workers: 
     return name
 
 
+def _status(proven: bool, stop_target: int | None, arena: int, bound: int) -> str:
+    """``optimal``, ``target met`` / ``target impossible`` (stopped there), or ``time limit``."""
+    if proven:
+        return "optimal"
+    if stop_target is not None and arena <= stop_target:
+        return "target met"
+    if stop_target is not None and bound > stop_target:
+        return "target impossible"
+    return "time limit"
+
+
 @register(
     NAME,
     "Optimal (proven)",
@@ -384,6 +430,8 @@ def plan_optimal(
     cp_sat_workers: int = 2,
     improved=None,
     target_bytes: int | None = None,
+    stop_at_target: bool = False,
+    search_processes: bool | None = None,
 ) -> Plan:
     """Place every buffer in the smallest tensor arena this planner can find and prove.
 
@@ -416,6 +464,16 @@ def plan_optimal(
         A budget (bytes) to meet first: the search asks whether the arena fits in it before it
         looks for anything smaller or proves anything (the question MiniMalloc answers for
         its ``--capacity``); then it goes on as without it.
+    stop_at_target : bool
+        With ``target_bytes``: return as soon as a plan within it is found, or the proven bound
+        exceeds it (``stats["target"]`` says which: ``met``, ``impossible``, or ``open`` when
+        the time limit came first). No smaller arena is then looked for.
+    search_processes : bool, optional
+        Run every static preorder but the first in its own worker process once the search has
+        run :data:`PROCESSES_AFTER` seconds (:mod:`viewer.planning._mm_workers`), so they
+        search at the same time on more than one core. Default: where available (POSIX, not
+        frozen, more than one core, ``ARENA_VIEWER_SEARCH_PROCESSES`` not ``0``). Every worker
+        has ended when the planner returns.
 
     Returns
     -------
@@ -457,6 +515,8 @@ def plan_optimal(
                      "start": {"planner": "", "arena_bytes": 0}, "found_by": "",
                      "lower_bound": 0, "log": [], "seconds": time.monotonic() - t0})
     st.granularity = size_granularity(size_all, alignment)
+    if target_bytes is not None and stop_at_target:
+        st.stop_target = int(target_bytes)
     st.raise_bound(problem.lower_bound())
     if "aligned_bound" in ingredients:
         st.raise_bound(aligned_lower_bound(first, last + 1, size_all, alignment))
@@ -507,8 +567,12 @@ def plan_optimal(
         share = 0.75 if "cp_sat" in ingredients else 1.0
         before = (st.best_arena, st.bound)
         budget = (st.deadline - time.monotonic()) * share
+        if search_processes is None:
+            from viewer.planning._mm_workers import available
+
+            search_processes = available()
         used["minimalloc"] = {"result": _dfs_stage(st, start, end, size, nz, ids_all, alignment, params,
-                                                   budget, target_bytes),
+                                                   budget, target_bytes, search_processes),
                               "improved_arena": before[0] - st.best_arena,
                               "raised_bound": st.bound - before[1]}
     # 3. CP-SAT for the rest of the time.
@@ -525,7 +589,7 @@ def plan_optimal(
     stats = {
         "gap": 0.0 if proven else (arena - bound) / arena,
         "gap_bytes": int(arena - bound),
-        "status": "optimal" if proven else "time limit",
+        "status": _status(proven, st.stop_target, arena, st.bound),
         "ingredients": used,
         "start": {"planner": start_from[0], "arena_bytes": start_from[1]},
         "found_by": st.best_from,
@@ -534,6 +598,10 @@ def plan_optimal(
         "log": st.log,
         "seconds": time.monotonic() - t0,
     }
+    if target_bytes is not None:
+        stats["target"] = ("met" if arena <= target_bytes else
+                           "impossible" if bound > target_bytes else "open")
+        stats["target_bytes"] = int(target_bytes)
     if progress is not None:
         progress(1.0, f"optimal: arena {format_bytes(arena)}, "
                       + ("proven optimal" if proven else f"bound {format_bytes(bound)} (gap {stats['gap']:.1%})"))

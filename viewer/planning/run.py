@@ -28,8 +28,12 @@ def run_planners(
     cancelled=None,
     time_limit: float | None = None,
     verify: bool = True,
+    planner_options: dict[str, dict] | None = None,
 ) -> dict[str, Plan]:
     """Run each named planner (default: every non-exact one) and verify its plan.
+
+    ``planner_options`` maps a planner name to extra keyword arguments for it (e.g.
+    ``{"optimal": {"target_bytes": 1048576, "stop_at_target": True}}``).
 
     Returns
     -------
@@ -56,7 +60,9 @@ def run_planners(
         if progress is not None:
             def sub(f, msg, _k=k, _label=spec.label):
                 progress((_k + min(max(f, 0.0), 1.0)) / len(names), f"{_label}: {msg}" if msg else _label)
-        plan = spec.func(problem, alignment, progress=sub, cancelled=cancelled, time_limit=time_limit)
+        extra = (planner_options or {}).get(name, {})
+        plan = spec.func(problem, alignment, progress=sub, cancelled=cancelled, time_limit=time_limit,
+                         **extra)
         dt = time.perf_counter() - t0
         plan = Plan(
             plan.planner, plan.offsets, plan.arena_bytes, plan.alignment,

@@ -17,6 +17,14 @@ def verify_plan(problem: PlanningProblem, plan: Plan) -> None:
     indices) and bytes; ``plan.arena_bytes`` equals max(offset + size); no offset or arena
     beyond 2^62 B (so int64 sums cannot wrap; sizes are capped at 2^53 B upstream).
 
+    One exception, TFLM's: in a plan that keeps the model's offline plan (``tflm_greedy``, whose
+    plan says so in ``stats["keeps_offline"]``), two buffers the model plans offline
+    (``problem.offline``, an ``OfflineMemoryAllocation`` entry) may overlap at the model's
+    offsets. That is the model's own plan, which TFLM takes as given
+    (``GreedyMemoryPlanner::AddBuffer`` with an offline offset; Vela aliases ``scratch`` and
+    ``scratch_fast`` on purpose). Every other buffer must still avoid them, and a planner that
+    plans every buffer online may not alias them.
+
     Raises
     ------
     viewer.errors.PlanningError
@@ -28,10 +36,11 @@ def verify_plan(problem: PlanningProblem, plan: Plan) -> None:
         if plan.arena_bytes != 0:
             raise PlanningError(f"{plan.planner}: empty problem but arena {plan.arena_bytes}")
         return
-    missing = [int(i) for i in ids if int(i) not in plan.offsets]
-    if missing:
+    get = plan.offsets.get
+    offsets = list(map(get, ids.tolist()))
+    if None in offsets:
+        missing = [int(i) for i, o in zip(ids.tolist(), offsets) if o is None]
         raise PlanningError(f"{plan.planner}: no offset for buffers {missing[:10]}")
-    offsets = [plan.offsets[int(i)] for i in ids]
     worst = max(offsets)
     if worst > MAX_SUM_BYTES or plan.arena_bytes > MAX_SUM_BYTES:
         # Beyond 2^62 B an int64 offset + size could wrap; no real plan is that large.
@@ -53,7 +62,37 @@ def verify_plan(problem: PlanningProblem, plan: Plan) -> None:
         raise PlanningError(
             f"{plan.planner}: arena_bytes {plan.arena_bytes} but buffers end at {span}"
         )
-    _check_no_overlap(plan.planner, ids, first, last, off, end, size)
+    kept = _kept_offline(problem, plan, ids)
+    if kept is None:
+        _check_no_overlap(plan.planner, ids, first, last, off, end, size)
+        return
+    free = ~kept
+    _check_no_overlap(plan.planner, ids[free], first[free], last[free], off[free], end[free], size[free])
+    _check_against_fixed(plan.planner, ids, first, last, off, end, size, kept)
+
+
+def _kept_offline(problem: PlanningProblem, plan: Plan, ids: np.ndarray) -> np.ndarray | None:
+    """Mask of the buffers placed at the model's own offline offsets; None when fewer than two."""
+    offline = getattr(problem, "offline", None) or {}
+    if len(offline) < 2 or not plan.stats.get("keeps_offline"):
+        return None
+    kept = np.fromiter((int(i) in offline and plan.offsets[int(i)] == offline[int(i)] for i in ids.tolist()),
+                       dtype=bool, count=len(ids))
+    return kept if int(kept.sum()) >= 2 else None
+
+
+def _check_against_fixed(name, ids, first, last, off, end, size, kept) -> None:
+    """Every buffer not at an offline offset against every one that is (numpy, per buffer)."""
+    k = np.nonzero(kept & (size > 0))[0]
+    for i in np.nonzero(~kept & (size > 0))[0].tolist():
+        hit = k[(first[k] <= last[i]) & (last[k] >= first[i]) & (off[k] < end[i]) & (end[k] > off[i])]
+        if hit.size:
+            j = int(hit[0])
+            raise PlanningError(
+                f"{name}: buffer {int(ids[i])} at [{int(off[i])}, {int(end[i])}) overlaps buffer "
+                f"{int(ids[j])} at [{int(off[j])}, {int(end[j])}) (planned offline), both live at "
+                f"operator {int(max(first[i], first[j]))}"
+            )
 
 
 def _check_no_overlap(name, ids, first, last, off, end, size) -> None:
@@ -73,14 +112,17 @@ def _check_no_overlap(name, ids, first, last, off, end, size) -> None:
     kinds = np.concatenate([np.zeros(len(keep), np.int8), np.ones(len(keep), np.int8)])
     which = np.concatenate([keep, keep])
     order = np.lexsort((kinds, times))
+    # Plain lists: indexing numpy arrays per event costs more than the sweep itself.
+    leaving = (order < len(keep)).tolist()
+    who = which[order].tolist()
+    off_l, end_l = off.tolist(), end.tolist()
     offs: list[int] = []  # live offsets, sorted
     ends: list[int] = []  # their ends, same order
     owner: list[int] = []
-    for k in order.tolist():
-        i = int(which[k])
-        o, e = int(off[i]), int(end[i])
+    for gone, i in zip(leaving, who):
+        o, e = off_l[i], end_l[i]
         j = bisect.bisect_left(offs, o)
-        if kinds[k] == 0:
+        if gone:
             # Remove it (offsets are unique among non-overlapping live buffers of size > 0).
             if j < len(offs) and owner[j] == i:
                 del offs[j], ends[j], owner[j]

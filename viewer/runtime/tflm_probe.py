@@ -182,7 +182,9 @@ def _run(args: list[str], path: str, timeout: float) -> dict:
             name = signal.Signals(-proc.returncode).name
         except ValueError:
             name = f"signal {-proc.returncode}"
-        return {"ok": False, "error": f"{path}: TFLM crashed ({name}) while loading the model"}
+        what = "aborted" if name == "SIGABRT" else "crashed"
+        return {"ok": False, "error": f"{path}: TFLM {what} ({name}) while loading the model to "
+                "measure it, so its scratch and tail cannot be told"}
     try:
         out = json.loads(proc.stdout.decode("utf-8", "replace").strip().splitlines()[-1])
         if not isinstance(out, dict):

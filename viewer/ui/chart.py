@@ -12,11 +12,11 @@ import numpy as np
 import pyqtgraph as pg
 from PySide6.QtCore import QEvent, QObject, QPointF, QRect, QRectF, Qt, Signal
 from PySide6.QtGui import QAction, QCursor
-from PySide6.QtWidgets import QMenu, QToolTip, QVBoxLayout, QWidget
+from PySide6.QtWidgets import QApplication, QMenu, QToolTip, QVBoxLayout, QWidget
 
 from viewer.analysis.types import Analysis
 from viewer.export.chart_data import COLOR_MODES, ChartData, build_chart_data
-from viewer.export.chart_scene import THEME, ChartPlot, build_chart, fit_legend
+from viewer.export.chart_scene import THEME, ChartPlot, build_chart, choose_rows, fit_legend
 from viewer.planning.types import Plan
 from viewer.units import format_bytes
 
@@ -56,6 +56,8 @@ class PackingChart(QWidget):
     operator_clicked = Signal(int)
     tensor_dtype_requested = Signal(int, str)
     split_requested = Signal(int)
+    #: The chart was rebuilt with other optional rows after a resize (compare re-matches).
+    rows_changed = Signal()
 
     def __init__(self, parent: QWidget | None = None):
         super().__init__(parent)
@@ -227,7 +229,7 @@ class PackingChart(QWidget):
         ]
         if u.alias_of is not None:
             lines.append(f"in-place: shares the bytes of tensor {u.alias_of}")
-        return "<br>".join(lines)
+        return _tip_lines(lines)
 
     def breadth_tooltip_text(self, op: int) -> str:
         """The hover text of operator ``op``'s column on the breadth curve: its op type, its
@@ -237,7 +239,7 @@ class PackingChart(QWidget):
             return ""
         breadth = int(d.breadth[op])
         widest = " (the widest operator)" if op == d.widest_op else ""
-        return "<br>".join([
+        return _tip_lines([
             f"<b>#{op} {_esc(a.op_name(op))}</b>{widest}",
             f"breadth {format_bytes(breadth)} ({breadth:,d} B): "
             f"{len(a.operator_profile(op))} tensors live",
@@ -329,6 +331,9 @@ class PackingChart(QWidget):
             self._analysis, self._plan, color_by=self._color_mode,
             model_name=self._model_name, subgraph=self._subgraph,
         )
+        rect = QRectF(self.view.viewport().rect())
+        if rect.width() > 0 and rect.height() > 0:
+            self.view.ci.setGeometry(rect)  # build_chart chooses its rows for this size
         self._chart = build_chart(self._data, self.view.ci, legend="top", title_pt=11.0)
         self._fit_layout()
         self._chart.packing.setMenuEnabled(True)
@@ -345,6 +350,31 @@ class PackingChart(QWidget):
         if self._chart is not None and rect.width() > 0:
             fit_legend(self._chart.legend, rect.width())
         self.view.ci.setGeometry(rect)
+
+    def _rows_for(self, width: float, height: float) -> tuple:
+        """The optional rows (legend, notes, breadth curve) a view of this size shows."""
+        c = self._chart
+        fit_legend(c.legend, max(width, 1.0))
+        c.title.fit(width - 20)
+        return choose_rows(height, c.title.minimumHeight(), c.legend.minimumHeight(), 0.0)
+
+    def _refit(self, width: float, height: float) -> None:
+        """After a resize: rebuild when the size wants other rows (a short view drops the
+        legend, then the breadth curve; a taller one gets them back), keeping the zoom."""
+        c = self._chart
+        if c is None or width <= 0 or height <= 0 or self._rows_for(width, height) == c.rows:
+            return
+        ranges = c.packing.viewRange()
+        home = c.at_home
+        top = (c.shared_top, c.shared_breadth_top)
+        self._rebuild()
+        if self._chart is not None:
+            if any(top):
+                self._chart.set_shared_top(*top)
+            if not home:
+                self._chart.packing.setRange(xRange=ranges[0], yRange=ranges[1], padding=0)
+                self._chart.at_home = False
+            self.rows_changed.emit()
 
     def _update_selection(self) -> None:
         chart, d, a = self._chart, self._data, self._analysis
@@ -396,6 +426,8 @@ class PackingChart(QWidget):
             return None, 0.0, 0.0
         for name, plot, scale in (("packing", chart.packing, chart.y_scale),
                                   ("breadth", chart.breadth, chart.breadth_scale)):
+            if name == "breadth" and not chart.breadth_shown:
+                continue
             vb = plot.getViewBox()
             if vb.sceneBoundingRect().contains(scene_pos):
                 p = vb.mapSceneToView(scene_pos)
@@ -427,7 +459,11 @@ class PackingChart(QWidget):
     def _on_scene_mouse_moved(self, scene_pos) -> None:
         t, op = self._hover_at(scene_pos)
         self._set_hovered(t)
-        if (t, op) != self._hover_key:
+        if QApplication.mouseButtons() != Qt.MouseButton.NoButton:
+            return  # a drag (pan/zoom) or a click in progress: Qt itself shows no tooltip then
+        # Also when the tooltip of the same rectangle was closed by a click, a wheel zoom or a
+        # key: the next move over it brings it back, as the first move onto it did.
+        if (t, op) != self._hover_key or ((t, op) != (-1, -1) and not QToolTip.isVisible()):
             self._hover_key = (t, op)
             vp = self.view.viewport()
             self._show_tooltip(vp.mapToGlobal(self.view.mapFromScene(scene_pos)), t, op)
@@ -476,6 +512,7 @@ class PackingChart(QWidget):
         if (event.type() == QEvent.Type.Resize and obj is self.view.viewport()
                 and self._chart is not None):  # re-wrap the legend row to the new width
             fit_legend(self._chart.legend, max(float(event.size().width()), 1.0))
+            self._refit(float(event.size().width()), float(event.size().height()))
         if obj is self.view.viewport() and event.type() in (
                 QEvent.Type.ToolTip, QEvent.Type.Enter, QEvent.Type.Leave):
             return self._on_viewport_hover_event(event)
@@ -566,3 +603,9 @@ class PackingChart(QWidget):
 
 def _esc(s: str) -> str:
     return s.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+
+
+def _tip_lines(lines: list[str]) -> str:
+    """Rich tooltip text, one field a line: Qt word-wraps rich tooltips to a narrow width
+    otherwise, breaking e.g. a shape away from its tensor name."""
+    return "<br>".join(f"<nobr>{line}</nobr>" for line in lines)

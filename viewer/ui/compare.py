@@ -51,6 +51,7 @@ class CompareView(QWidget):
         self.right = PackingChart(self)
         for chart in (self.left, self.right):
             chart.tensor_hovered.connect(self.tensor_hovered)
+            chart.rows_changed.connect(lambda: QTimer.singleShot(0, self._match_rows))
             chart.view.viewport().installEventFilter(self)  # re-match the rows after a resize
         splitter = QSplitter(Qt.Orientation.Horizontal, self)
         splitter.addWidget(self.left)

@@ -139,6 +139,16 @@ def save_offline_plan(w, path: str | None = None) -> str | None:
         return None
     plan = resp.plans[doc.planner]
     src = resp.model.path
+    given = resp.plans.get("tflm_greedy")  # what TFLM does with the file as given
+    fp = getattr(resp, "footprint", None)
+    if (fp is not None and fp.problem.offline and given is not None and doc.planner != "tflm_greedy"
+            and plan.arena_bytes >= given.arena_bytes):
+        dialogs.show_error(w, "Not saved", (
+            f"{os.path.basename(src)} already carries an offline plan giving TFLM a head of "
+            f"{given.arena_bytes:,d} B; {doc.planner}'s plan needs {plan.arena_bytes:,d} B, so it "
+            "would replace a better plan (arena-viewer offline-plan --replace-offline-plan does it "
+            "anyway)"))
+        return None
     if path is None:
         folder = w.settings.value("export_dir", os.path.dirname(os.path.abspath(src)))
         path = _ask_save(w, "Save with this plan (TFLite Micro offline plan)",

@@ -12,7 +12,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from PySide6.QtCore import QByteArray, QSettings, QSize, Qt, Signal
+from PySide6.QtCore import QByteArray, QSettings, QSize, Qt, QTimer, Signal
 from PySide6.QtWidgets import QDockWidget, QFileDialog, QMainWindow, QStackedWidget, QWidget
 
 from viewer.document import Document
@@ -20,7 +20,7 @@ from viewer.document.state import OPTIMAL_TIME_LIMIT, REORDER_TIME_LIMIT
 from viewer.document.work import AnalysisResponse, plan_label
 from viewer.export.chart_data import titled_model_name
 from viewer.resources import DEMO_MODEL, resource_path
-from viewer.ui import dialogs, file_actions, window_actions
+from viewer.ui import dialogs, dock_layout, file_actions, window_actions
 from viewer.ui.chart import PackingChart
 from viewer.ui.compare import CompareView
 from viewer.ui.side_panel import SidePanel, budget_report
@@ -127,6 +127,7 @@ class MainWindow(QMainWindow):
                            ("status", self.status_label.setText),
                            ("failed", self._on_document_failed),
                            ("other_changed", self._on_document_other_changed),
+                           ("runtime_changed", self._on_document_runtime_changed),
                            ("cancelled", self.work_cancelled.emit)):
             doc.events.connect(name, slot)
         r = self.runner
@@ -290,6 +291,7 @@ class MainWindow(QMainWindow):
         resp = doc.response
         base = doc.baseline
         self.side.set_baseline(base.showing(doc.with_temporaries) if base is not None else None)
+        self.whatif.set_runtime(resp.request.runtime)  # weights counted as check counts them
         self.side.set_response(resp, doc.planner)
         self._show_plan()
         self._on_document_selection_changed(doc.selected)
@@ -379,6 +381,14 @@ class MainWindow(QMainWindow):
                        if rep.binding_op >= 0 else "")
             self.whatif.set_verdict(f"over budget by {format_bytes(-rep.headroom_bytes)}{binding}", False)
 
+    def _on_document_runtime_changed(self, runtime: str) -> None:
+        """The selector shows the runtime of the view (after a failed switch)."""
+        combo = self.runtime_combo
+        combo.blockSignals(True)
+        combo.setCurrentIndex(max(combo.findData(runtime), 0))
+        combo.blockSignals(False)
+        window_actions.update_actions(self)
+
     def _on_document_failed(self, kind: str, message: str) -> None:
         self.open_failed.emit(message)
         if kind == "open":  # a recent file that went bad leaves the list
@@ -443,6 +453,14 @@ class MainWindow(QMainWindow):
             self.open_model(urls[0].toLocalFile())
         else:
             event.ignore()
+
+    def showEvent(self, event) -> None:  # noqa: N802 (Qt override)
+        super().showEvent(event)
+        QTimer.singleShot(0, lambda: dock_layout.balance_docks(self))
+
+    def resizeEvent(self, event) -> None:  # noqa: N802 (Qt override)
+        super().resizeEvent(event)
+        QTimer.singleShot(0, lambda: dock_layout.balance_docks(self))
 
     def closeEvent(self, event) -> None:  # noqa: N802
         self.save_layout()

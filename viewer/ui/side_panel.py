@@ -82,7 +82,8 @@ class SidePanel(QScrollArea):
         self.subgraph_combo.setToolTip("Subgraph to analyse (models with control flow have several)")
         self.subgraph_combo.currentIndexChanged.connect(self._on_subgraph_combo_changed)
         self.subgraph_row_label = QLabel("Subgraph")
-        self.graph_label = QLabel("-")
+        self.graph_label = WrapLabel("-")
+        self.graph_label.setWordWrap(True)
         self.weights_label = QLabel("-")
         self.weights_label.setToolTip(
             "Constant tensors' buffers. File-backed: a runtime that maps the model keeps them "
@@ -138,8 +139,8 @@ class SidePanel(QScrollArea):
         lay.addWidget(self.reorder_box)
 
         # Measured
-        box, self.measured_label = _text_box("Measured (LiteRT runtime)")
-        lay.addWidget(box)
+        self.measured_box, self.measured_label = _text_box("Measured (LiteRT runtime)")
+        lay.addWidget(self.measured_box)
 
         # Device budget and what-if change
         self.budget_box, self.budget_label = _text_box("Budget and what-if")
@@ -265,7 +266,8 @@ class SidePanel(QScrollArea):
             f"{len(sg.operators)} operators, {len(sg.tensors)} tensors, "
             f"{len(a.usages)} arena tensors"
             + (f" ({n_alias} in-place)" if (n_alias := sum(u.alias_of is not None for u in a.usages)) else ""))
-        self.weights_label.setText(f"{_b(m.weights_bytes)}\nfile-backed, reclaimable")
+        self.weights_label.setText(f"{_b(m.weights_bytes)}\n" + (
+            "in flash (TFLite Micro)" if resp.request.runtime == "tflm" else "file-backed, reclaimable"))
         self.naive_label.setText(_b(a.naive_bytes))
         self.lower_label.setText(lower_bound_text(resp))
         self._fill_planner_table()
@@ -338,6 +340,8 @@ class SidePanel(QScrollArea):
                 f"{opt.stats.get('seconds', 0.0):.1f} s)")
 
     def _fill_measured(self) -> None:
+        tflm = getattr(self._resp.request, "runtime", "litert") == "tflm"
+        self.measured_box.setTitle("Measured (TFLite Micro runtime)" if tflm else "Measured (LiteRT runtime)")
         self.measured_label.setText(measured_text(self._resp))
 
     def set_baseline(self, resp: AnalysisResponse | None) -> None:

@@ -54,6 +54,8 @@ class _InputEditor(QWidget):
         self._updating = False
         lay = QFormLayout(self)
         lay.setContentsMargins(0, 0, 0, 0)
+        # A long input name goes above its field instead of widening the dock.
+        lay.setRowWrapPolicy(QFormLayout.RowWrapPolicy.WrapLongRows)
         self.shape_edit = QLineEdit(_dims(self.original))
         self.shape_edit.setToolTip("full shape, dimensions separated by x (e.g. 1x512x512x3)")
         self.shape_edit.editingFinished.connect(self._on_shape_edit_finished)
@@ -311,6 +313,18 @@ class WhatIfPanel(QWidget):
             self.shapes_layout.insertWidget(self.shapes_layout.indexOf(self.rescale), ed)
             self._inputs.append(ed)
         self.batch.setValue(max(1, sg.tensors[inputs[0]].shape[0]) if inputs and sg.tensors[inputs[0]].shape else 1)
+
+    def set_runtime(self, runtime: str) -> None:
+        """Weights as ``check --runtime RUNTIME`` counts them by default: LiteRT copies them into
+        RAM (counted); TFLite Micro reads them from flash (not counted unless ``--weights
+        copied``). Emits ``budget_changed`` when the mode changes."""
+        if runtime == getattr(self, "_runtime", "litert"):
+            return
+        self._runtime = runtime
+        tflm = runtime == "tflm"
+        self.weights.setItemText(0, "copied into RAM (counted)" if tflm else "copied (counted)")
+        self.weights.setItemText(1, "in flash (not counted)" if tflm else "mapped (page cache, not counted)")
+        self.weights.setCurrentIndex(self.weights.findData("mapped" if tflm else "copied"))
 
     def input_editors(self) -> list[_InputEditor]:
         return list(self._inputs)

@@ -97,7 +97,10 @@ def apply_edits(
             )
         runtime_shapes, why = None, ""
         if shape_source == "auto" and not edits.rescale_fixed_sizes:
-            runtime_shapes, why = _runtime_shapes(model, subgraph_index, new_inputs, timeout)
+            try:
+                runtime_shapes, why = _runtime_shapes(model, subgraph_index, new_inputs, timeout)
+            except WhatIfError as e:
+                raise _hint_only_if_it_helps(e, model, sg, new_inputs) from None
         if runtime_shapes is not None:
             for i, s in runtime_shapes.items():
                 if i in shapes and not sg.tensors[i].is_constant:
@@ -108,8 +111,11 @@ def apply_edits(
 
             consts = small_int_constants(model.path, subgraph_index)
             rescaled: list[str] = []
-            shapes = infer_shapes(sg, new_inputs, constants=consts, source=model.path,
-                                  rescale_fixed_sizes=edits.rescale_fixed_sizes, report=rescaled)
+            try:
+                shapes = infer_shapes(sg, new_inputs, constants=consts, source=model.path,
+                                      rescale_fixed_sizes=edits.rescale_fixed_sizes, report=rescaled)
+            except WhatIfError as e:
+                raise _hint_only_if_it_helps(e, model, sg, new_inputs, consts) from None
             estimated = True
             notes.append(
                 "shapes estimated by our own inference"
@@ -125,6 +131,39 @@ def apply_edits(
     tensors = _apply_dtypes(model, sg, tensors, edits, notes)
     out = dataclasses.replace(sg, tensors=tuple(tensors))
     return EditedSubgraph(out, estimated, tuple(notes), input_shapes=dict(new_inputs))
+
+
+def _hint_only_if_it_helps(e: WhatIfError, model: Model, sg: Subgraph,
+                           new_inputs: Mapping[int, tuple[int, ...]], consts=None) -> WhatIfError:
+    """``e``, its ``fixed_size`` mark (the front ends' "add --rescale-fixed-sizes" hint) kept
+    only when rescaling would let the resize through.
+
+    Rescaling maps spatial sizes (H, W) the model fixes for its stored resolution; it cannot
+    help a batch-only edit, a refusal our shape rules do not see as a fixed size (e.g. an
+    im2col past the 32-bit limit), or a fixed size it cannot rescale (Flatten -> a
+    FULLY_CONNECTED whose weights fix its input width). Decided with our own inference, with
+    and without rescaling (milliseconds, no runtime).
+    """
+    if not e.fixed_size:
+        return e
+    helps = False
+    spatial = any(len(s) == len(sg.tensors[t].shape) and tuple(s[1:]) != tuple(sg.tensors[t].shape[1:])
+                  for t, s in new_inputs.items())
+    if spatial:
+        if consts is None:
+            from viewer.model.constants import small_int_constants
+
+            consts = small_int_constants(model.path, sg.index)
+        try:
+            infer_shapes(sg, new_inputs, constants=consts)
+        except WhatIfError as plain:
+            if plain.fixed_size:  # a fixed size blocks it: does rescaling get past every one?
+                try:
+                    infer_shapes(sg, new_inputs, constants=consts, rescale_fixed_sizes=True)
+                    helps = True
+                except WhatIfError:
+                    pass
+    return e if helps else WhatIfError(str(e), fixed_size=False)
 
 
 def resolve_input_shapes(model: Model, sg: Subgraph, edits: WhatIfEdits) -> dict[int, tuple[int, ...]]:
@@ -189,6 +228,12 @@ def _input_tensor(model: Model, sg: Subgraph, key: str | int) -> int:
     if str(key).isdigit() and int(key) < len(inputs):
         return inputs[int(key)]
     raise WhatIfError(f"{model.path}: no input named {key!r}; inputs are {names or 'none'}")
+
+
+def with_shapes(sg: Subgraph, shapes: Mapping[int, tuple[int, ...]]) -> Subgraph:
+    """``sg`` with tensor ``i`` reshaped to ``shapes[i]`` (bytes recomputed), the rest unchanged."""
+    return dataclasses.replace(sg, tensors=tuple(
+        _retensor(t, shapes[t.index]) if t.index in shapes else t for t in sg.tensors))
 
 
 def _retensor(t: Tensor, shape: tuple[int, ...]) -> Tensor:

@@ -32,6 +32,12 @@ class OfflinePlan:
         ``tflm_greedy`` with these offsets fixed and the scratch online: TFLM's head.
     greedy_head_bytes : int
         TFLM's head without an offline plan (its greedy planner on the same problem).
+    given_head_bytes : int
+        TFLM's head for the file as given: its greedy planner keeping the model's own
+        ``OfflineMemoryAllocation`` entry when it has one (then it can differ from
+        ``greedy_head_bytes``, e.g. Vela's plan aliasing scratch and scratch_fast).
+    has_offline_plan : bool
+        The model already carries an ``OfflineMemoryAllocation`` entry.
     proven_optimal : bool
     """
 
@@ -43,13 +49,22 @@ class OfflinePlan:
     proven_optimal: bool
     num_subgraphs: int
     scratch_count: int
+    given_head_bytes: int = 0
+    has_offline_plan: bool = False
+
+    @property
+    def worse_than_given(self) -> bool:
+        """The new plan does not beat the model's existing offline plan (bytes of TFLM's head)."""
+        return self.has_offline_plan and self.predicted_head_bytes >= self.given_head_bytes
 
 
 def offline_plan(model: Model, scratch=(), *, planner: str = "optimal",
                  time_limit: float | None = 10.0) -> OfflinePlan:
     """Offsets for every tensor TFLM plans, from ``planner`` under TFLM's rules.
 
-    The model's own offline entry, if any, is ignored: everything is planned afresh.
+    The model's own offline entry, if any, is not kept: everything is planned afresh. What
+    TFLM does with the file as given (that entry kept) is ``given_head_bytes``, the figure to
+    compare with: a plan that does not beat it is ``worse_than_given``.
 
     Raises
     ------
@@ -66,5 +81,9 @@ def offline_plan(model: Model, scratch=(), *, planner: str = "optimal",
             offsets[b.id] = int(plan.offsets[b.id])
     fixed = replace(online, offline={i: o for i, o in enumerate(offsets) if o >= 0})
     predicted = plan_tflm_greedy(fixed).arena_bytes
+    given = tflm_problem(model, scratch)  # the model's own offline entry, if any, kept
+    has_entry = bool(given.offline)
+    given_head = plan_tflm_greedy(given).arena_bytes if has_entry else greedy
     return OfflinePlan(tuple(offsets), planner, plan.arena_bytes, predicted, greedy,
-                       plan.proven_optimal, len(model.subgraphs), len(tuple(scratch)))
+                       plan.proven_optimal, len(model.subgraphs), len(tuple(scratch)),
+                       given_head, has_entry)

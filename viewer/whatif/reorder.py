@@ -25,6 +25,7 @@ here).
 from __future__ import annotations
 
 import dataclasses
+import math
 import time
 from dataclasses import dataclass
 from typing import Callable, Iterable, Sequence
@@ -37,6 +38,7 @@ from viewer.whatif.op_order import (  # noqa: F401 (re-exported: imported from h
     SIDE_EFFECT_OPS,
     apply_order,
     dependencies,
+    predecessors,
     has_side_effects,
     moved_count,
     moved_operators,
@@ -101,26 +103,24 @@ class ReorderResult:
 @dataclass
 class _Graph:
     n: int
-    deps: list[int]  # predecessor masks
+    preds: list[list[int]]  # per operator: the operators that must run before it
     succs: list[list[int]]
     base: int  # bytes live throughout (graph inputs)
     extra: list[int]  # per-operator bytes live only while it runs (temporaries)
     # Per operator: buffers it uses, as (buffer id) lists.
     uses: list[list[int]]
     size: list[int]  # per buffer
-    users: list[int]  # per buffer: mask of operators that touch it
+    users: list[tuple[int, ...]]  # per buffer: the operators that touch it
     pinned: list[bool]  # per buffer: never freed once allocated
 
 
 def _build_graph(subgraph: Subgraph, analysis: Analysis) -> _Graph:
     n = len(subgraph.operators)
-    deps = dependencies(subgraph)
+    preds = predecessors(subgraph)
     succs: list[list[int]] = [[] for _ in range(n)]
-    for j, d in enumerate(deps):
-        while d:
-            low = d & -d
-            succs[low.bit_length() - 1].append(j)
-            d ^= low
+    for j, p in enumerate(preds):
+        for i in p:
+            succs[i].append(j)
     base = 0
     extra = [0] * n
     # One buffer per alias root: an in-place alias shares its root's bytes and extends its life.
@@ -135,7 +135,7 @@ def _build_graph(subgraph: Subgraph, analysis: Analysis) -> _Graph:
         root_of[u.tensor] = r
         members.setdefault(r, []).append(u)
     size: list[int] = []
-    users: list[int] = []
+    users: list[tuple[int, ...]] = []
     pinned: list[bool] = []
     uses: list[list[int]] = [[] for _ in range(n)]
     for r, us in members.items():
@@ -144,24 +144,39 @@ def _build_graph(subgraph: Subgraph, analysis: Analysis) -> _Graph:
         if KIND_INPUT in kinds or KIND_VARIABLE in kinds:
             base += root.nbytes  # allocated at operator 0, never freed: same for every order
             continue
-        mask = 0
-        for u in us:
-            for o in (u.producer, *u.consumers):
-                if o is not None and 0 <= o < n:
-                    mask |= 1 << o
-        if not mask:
+        touch = sorted({o for u in us for o in (u.producer, *u.consumers)
+                        if o is not None and 0 <= o < n})
+        if not touch:
             continue
         consumed = any(u.consumers for u in us)
         b = len(size)
         size.append(root.nbytes)
-        users.append(mask)
+        users.append(tuple(touch))
         pinned.append(KIND_OUTPUT in kinds or not consumed)
-        m = mask
-        while m:
-            low = m & -m
-            uses[low.bit_length() - 1].append(b)
-            m ^= low
-    return _Graph(n, deps, succs, base, extra, uses, size, users, pinned)
+        for o in touch:
+            uses[o].append(b)
+    return _Graph(n, preds, succs, base, extra, uses, size, users, pinned)
+
+
+# Sets of executed operators are Python ints (bit o set: operator o ran). Membership is tested
+# with ``s >> o & 1``; the graph's own relations are index lists, so memory stays linear in the
+# graph (only the kept sets are n-bit masks).
+
+
+def _any_in(s: int, ops: Sequence[int]) -> bool:
+    """Some operator of ``ops`` is in the set ``s``."""
+    for o in ops:
+        if s >> o & 1:
+            return True
+    return False
+
+
+def _all_in(s: int, ops: Sequence[int]) -> bool:
+    """Every operator of ``ops`` is in the set ``s``."""
+    for o in ops:
+        if not s >> o & 1:
+            return False
+    return True
 
 
 def _peak_of(g: _Graph, order: Sequence[int]) -> int:
@@ -172,13 +187,13 @@ def _peak_of(g: _Graph, order: Sequence[int]) -> int:
     for o in order:
         alloc = 0
         for b in g.uses[o]:
-            if not g.users[b] & done:
+            if not _any_in(done, g.users[b]):
                 alloc += g.size[b]
         peak = max(peak, live + alloc + g.extra[o])
         done |= 1 << o
         live += alloc
         for b in g.uses[o]:
-            if not g.pinned[b] and not g.users[b] & ~done:
+            if not g.pinned[b] and _all_in(done, g.users[b]):
                 live -= g.size[b]
     return peak
 
@@ -192,6 +207,46 @@ class _TooManySets(Exception):
     :data:`EXACT_TOTAL_CAP` in all."""
 
 
+#: Candidate expansions between two looks at the clock and at ``cancelled`` (a few ms at most).
+POLL_EVERY = 64
+#: Seconds between two progress reports inside one level.
+PROGRESS_EVERY = 0.1
+
+
+class _Poll:
+    """Deadline, cancellation and progress, looked at every :data:`POLL_EVERY` expansions.
+
+    ``tried`` counts candidate expansions (one operator appended to one kept set); ``polls``
+    counts the looks at ``cancelled``, so a test can bound the work done after a cancel.
+    """
+
+    def __init__(self, deadline, cancelled, progress):
+        self.deadline, self.cancelled, self.progress = deadline, cancelled, progress
+        self.tried = 0
+        self.polls = 0
+        self.last_report = 0.0
+
+    def check(self, fraction: float, message) -> None:
+        self.polls += 1
+        now = time.perf_counter()
+        if now > self.deadline:
+            raise _OutOfTime
+        if self.cancelled is not None and self.cancelled():
+            raise PlanCancelled("operator reordering cancelled")
+        if self.progress is not None and now - self.last_report >= PROGRESS_EVERY:
+            self.last_report = now
+            self.progress(fraction, message())
+
+
+def _prune(level: dict, width: int, by_moves: bool) -> dict:
+    """The best ``width`` sets of ``level`` by (peak, live, inversions), or inversions first."""
+    if by_moves:
+        key = lambda kv: (kv[1][1], kv[1][2])  # noqa: E731
+    else:
+        key = lambda kv: (kv[1][0], kv[1][2], kv[1][1])  # noqa: E731
+    return dict(sorted(level.items(), key=key)[:width])
+
+
 def _search(
     g: _Graph,
     *,
@@ -203,16 +258,25 @@ def _search(
     progress_span: tuple[float, float],
     label: str,
     by_moves: bool = False,
+    poll: _Poll | None = None,
 ) -> tuple[int, int, list[int], bool, int] | None:
     """Search over executed-operator sets, in order of set size.
 
-    Each set (bit mask) maps to ``[peak, inversions, live, ready]``; ``back`` remembers the set
-    it came from and the operators run on the way. With ``width=None`` every set is kept
-    (exact); when a set size exceeds :data:`EXACT_LEVEL_CAP` it raises ``_TooManySets``. With
+    Each set (bit mask) maps to ``[peak, inversions, live, ready, parent node, ops]``; a set
+    that survives its level gets a node (``parents``, ``node_ops``: the node it came from and
+    the operators run on the way), so a path costs two small entries per kept set, never a copy
+    of a mask. With ``width=None`` every set is kept (exact); when a set size exceeds
+    :data:`EXACT_LEVEL_CAP` it raises ``_TooManySets``. With ``width`` the next level is cut
+    back to the best ``width`` sets whenever it holds more than ``2 * width + 16``: memory is
+    O(width * n) bits whatever the graph's breadth (16,000 ready operators included). With
     ``bound`` given, only steps whose breadth is <= bound are taken (a valid pruning when some
     order is known to reach ``bound``). Sets are ranked by (peak, inversions), or with
     ``by_moves`` by inversions alone (then ``bound`` should be the best peak: the result is the
     order closest to the original among those that reach it).
+
+    The deadline and ``cancelled`` are looked at every :data:`POLL_EVERY` expansions, and
+    ``progress`` called at most every :data:`PROGRESS_EVERY` s, so one level of a wide graph
+    (width x ready operators expansions) is no longer the unit of cancellation.
 
     Operators that touch no arena bytes (e.g. DEQUANTIZE folded into persistent memory) run as
     soon as they are ready, in index order: that never raises any breadth, and keeps the number
@@ -225,14 +289,19 @@ def _search(
     """
     n = g.n
     full = (1 << n) - 1
-    uses, users, size, pinned, extra, succs, deps = (
-        g.uses, g.users, g.size, g.pinned, g.extra, g.succs, g.deps
+    uses, users, size, pinned, extra, succs, preds = (
+        g.uses, g.users, g.size, g.pinned, g.extra, g.succs, g.preds
     )
-    lower = [(1 << o) - 1 for o in range(n)]
+    poll = poll or _Poll(deadline, cancelled, progress)
+    poll.deadline = deadline
     free = 0
     for o in range(n):
         if not uses[o] and not extra[o]:
             free |= 1 << o
+
+    def earlier_unplaced(unplaced: int, o: int) -> int:
+        # Operators below ``o`` not yet run: the inversions of running ``o`` now.
+        return (unplaced & ((1 << o) - 1)).bit_count()
 
     def close(s: int, ready: int, inv: int, ops: list[int]) -> tuple[int, int, int]:
         # Run every ready memory-free operator (and those they make ready), lowest index first.
@@ -242,97 +311,104 @@ def _search(
                 return s, ready, inv
             low = r & -r
             o = low.bit_length() - 1
-            inv += (full & ~s & lower[o]).bit_count()
+            inv += earlier_unplaced(full & ~s, o)
             s |= low
             ready ^= low
             for q in succs[o]:
-                if not deps[q] & ~s:
+                if _all_in(s, preds[q]):
                     ready |= 1 << q
             ops.append(o)
 
     ready0 = 0
     for o in range(n):
-        if not deps[o]:
+        if not preds[o]:
             ready0 |= 1 << o
     first_ops: list[int] = []
     s0, ready0, inv0 = close(0, ready0, 0, first_ops)
-    back: dict[int, tuple[int, tuple[int, ...]]] = {s0: (-1, tuple(first_ops))}
+    parents: list[int] = []
+    node_ops: list[tuple[int, ...]] = []
     buckets: list[dict[int, list]] = [dict() for _ in range(n + 1)]
-    buckets[s0.bit_count()][s0] = [0, inv0, g.base, ready0]
+    buckets[s0.bit_count()][s0] = [0, inv0, g.base, ready0, -1, tuple(first_ops)]
     pruned = False
     states = 0
     lo, hi = progress_span
+    cap = None if width is None else 2 * width + 16
+    k = 0
+
+    def message() -> str:
+        return f"{label}: operator {k + 1} of {n}, {poll.tried:,d} steps tried"
+
     for k in range(n + 1):
         level = buckets[k]
         if not level:
             continue
         if width is not None and len(level) > width:
             pruned = True
-            if by_moves:
-                key = lambda kv: (kv[1][1], kv[1][2])  # noqa: E731
-            else:
-                key = lambda kv: (kv[1][0], kv[1][2], kv[1][1])  # noqa: E731
-            ranked = sorted(level.items(), key=key)
-            for s_dropped, _ in ranked[width:]:
-                back.pop(s_dropped, None)
-            level = dict(ranked[:width])
+            level = _prune(level, width, by_moves)
+        for rec in level.values():  # each surviving set becomes a node of the path tree
+            parents.append(rec[4])
+            node_ops.append(rec[5])
+            rec[4] = len(parents) - 1
         if k == n:
+            buckets[k] = level
             break
-        if time.perf_counter() > deadline:
-            raise _OutOfTime
-        if cancelled is not None and cancelled():
-            raise PlanCancelled("operator reordering cancelled")
-        if progress is not None:
-            progress(lo + (hi - lo) * k / max(n, 1), f"{label}: operator {k + 1} of {n}")
-        for s, (peak, inv, live, ready) in level.items():
+        fraction = lo + (hi - lo) * k / max(n, 1)
+        poll.check(fraction, message)
+        for s, (peak, inv, live, ready, node, _ops) in level.items():
             r = ready
             unplaced = full & ~s
             while r:
                 low = r & -r
                 r ^= low
                 o = low.bit_length() - 1
+                poll.tried += 1
+                if not poll.tried % POLL_EVERY:
+                    poll.check(fraction, message)
                 alloc = 0
                 for b in uses[o]:
-                    if not users[b] & s:
+                    if not _any_in(s, users[b]):
                         alloc += size[b]
                 step = live + alloc + extra[o]
                 if bound is not None and step > bound:
                     continue
                 s2 = s | low
                 p2 = peak if peak >= step else step
-                i2 = inv + (unplaced & lower[o]).bit_count()
+                i2 = inv + earlier_unplaced(unplaced, o)
                 live2 = live + alloc
                 for b in uses[o]:
-                    if not pinned[b] and not users[b] & ~s2:
+                    if not pinned[b] and _all_in(s2, users[b]):
                         live2 -= size[b]
                 ready2 = ready ^ low
                 for q in succs[o]:
-                    if not deps[q] & ~s2:
+                    if _all_in(s2, preds[q]):
                         ready2 |= 1 << q
                 ops = [o]
                 if ready2 & free:
                     s2, ready2, i2 = close(s2, ready2, i2, ops)
-                nb = buckets[s2.bit_count()]
+                c = s2.bit_count()
+                nb = buckets[c]
                 cur = nb.get(s2)
                 if cur is not None and (
                     cur[1] <= i2 if by_moves else (cur[0], cur[1]) <= (p2, i2)
                 ):
                     continue
-                nb[s2] = [p2, i2, live2, ready2]
-                back[s2] = (s, tuple(ops))
+                nb[s2] = [p2, i2, live2, ready2, node, tuple(ops)]
                 states += 1
-                if width is None and (len(nb) > EXACT_LEVEL_CAP or states > EXACT_TOTAL_CAP):
-                    raise _TooManySets
+                if width is None:
+                    if len(nb) > EXACT_LEVEL_CAP or states > EXACT_TOTAL_CAP:
+                        raise _TooManySets
+                elif len(nb) > cap:
+                    pruned = True
+                    buckets[c] = _prune(nb, width, by_moves)
         buckets[k] = {}  # done with this size
     final = buckets[n].get(full)
     if final is None:
         return None  # nothing fits under ``bound``
     order: list[int] = []
-    s = full
-    while s != -1:
-        prev, ops = back[s]
-        order.extend(reversed(ops))
-        s = prev
+    node = final[4]
+    while node != -1:
+        order.extend(reversed(node_ops[node]))
+        node = parents[node]
     order.reverse()
     return final[0], final[1], order, pruned, states
 
@@ -351,13 +427,20 @@ def reorder(
     ----------
     subgraph : Subgraph
     time_limit : float or None
-        Seconds for the whole search (None: no limit). A narrow beam search first gives an
+        Seconds for the search (None: no limit), from the end of the preparation (the analysis
+        of the stored order and the search graph, linear in the graph: ``stats
+        ["prepare_seconds"]``) to the best order found; the clock is read every
+        :data:`POLL_EVERY` steps, so it holds to a few milliseconds. The check of the order
+        found (one analysis, ``stats["check_seconds"]``) and the caller's loading and writing
+        come on top. A narrow beam search first gives an
         upper bound; the exact search gets 60% of what is left; beam search of growing width and
         the fewest-moves pass use the rest. The best order found by then is returned.
     cancelled : callable, optional
-        Polled once per level; when it returns True the search raises ``PlanCancelled``.
+        Polled every :data:`POLL_EVERY` candidate steps (milliseconds apart, whatever the
+        graph's width); when it returns True the search raises ``PlanCancelled``.
     progress : callable, optional
-        ``progress(fraction, message)``.
+        ``progress(fraction, message)``, at most every :data:`PROGRESS_EVERY` s during the
+        search; with a time limit the fraction is at least the elapsed share of it.
     temporaries : iterable of Temporary
         Kernel temporaries measured from the runtime, with operator indices in the original
         order; each adds its bytes to its operator's breadth wherever that operator moves.
@@ -389,16 +472,31 @@ def reorder(
         return ReorderResult(identity, before.lower_bound_bytes, before.lower_bound_bytes, (), True,
                              {"method": "none", "states": 0, "seconds": time.perf_counter() - t0})
     g = _build_graph(subgraph, before)
-    limit = float("inf") if time_limit is None else max(float(time_limit), 0.0)
-    deadline = t0 + limit
     best_peak = _peak_of(g, identity)
+    limit = float("inf") if time_limit is None else max(float(time_limit), 0.0)
+    t_search = time.perf_counter()  # the limit counts the search from here
+    deadline = t_search + limit
     best_order: list[int] = list(identity)
     exact = False
     stats: dict = {"method": "beam", "states": 0, "width": 0}
-    common = dict(cancelled=cancelled, progress=progress)
+    shown = [0.0]
+
+    def report(fraction: float, message: str) -> None:
+        # With a time limit the search ends by the deadline at the latest: the elapsed share of
+        # it is a fraction that moves even while one level of a wide graph takes seconds.
+        if limit > 0 and math.isfinite(limit):
+            fraction = max(fraction, min((time.perf_counter() - t_search) / limit, 0.99))
+        shown[0] = max(shown[0], fraction)
+        progress(shown[0], message)
+
+    poll = _Poll(deadline, cancelled, report if progress is not None else None)
+    common = dict(cancelled=cancelled, progress=progress, poll=poll)
 
     def run(**kw):
-        res = _search(g, **common, **kw)
+        try:
+            res = _search(g, **common, **kw)
+        finally:
+            stats["steps"] = poll.tried
         if res is not None:
             stats["states"] += res[4]
         return res
@@ -423,7 +521,7 @@ def reorder(
             pass
         # 3. Otherwise beam search of growing width.
         if not exact:
-            beam_deadline = t0 + 0.8 * limit  # leave time for the fewest-moves pass
+            beam_deadline = t_search + 0.8 * limit  # leave time for the fewest-moves pass
             for width in BEAM_WIDTHS[1:]:
                 if time.perf_counter() > beam_deadline:
                     break
@@ -456,6 +554,7 @@ def reorder(
     except _OutOfTime:
         pass
 
+    t_check = time.perf_counter()
     order = tuple(best_order)
     after_lb = before.lower_bound_bytes
     if order != identity:
@@ -466,6 +565,8 @@ def reorder(
             order, after_lb = identity, before.lower_bound_bytes
     if progress is not None:
         progress(1.0, "reordered")
-    stats["seconds"] = time.perf_counter() - t0
+    t_end = time.perf_counter()
+    stats.update(seconds=t_end - t0, prepare_seconds=t_search - t0,
+                 search_seconds=t_check - t_search, check_seconds=t_end - t_check)
     return ReorderResult(order, before.lower_bound_bytes, after_lb, moved_operators(order), exact, stats)
 

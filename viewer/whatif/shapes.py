@@ -15,7 +15,8 @@ values propagated too.
 
 from __future__ import annotations
 
-from typing import Mapping
+from dataclasses import dataclass
+from typing import Iterable, Mapping
 
 import numpy as np
 
@@ -26,7 +27,7 @@ from viewer.ops import SHAPE_OPS, ShapeContext, ShapeError, broadcast
 from viewer.ops import elementwise, layout, pool
 from viewer.ops.types import Shape, opt
 
-__all__ = ["infer_shapes", "broadcast", "SUPPORTED_OPS"]
+__all__ = ["infer_shapes", "broadcast", "SUPPORTED_OPS", "check_stored_shapes", "StoredShapeCheck"]
 
 #: Operator families, as the registry (:mod:`viewer.ops`) declares them.
 UNARY_OPS = frozenset(elementwise.UNARY_OPS)
@@ -233,3 +234,112 @@ def _compute_value(op: Operator, shapes: Mapping[int, Shape], values: dict[int, 
             values[out] = np.prod(values[ins[0]])
     except (IndexError, ValueError, TypeError, KeyError):
         values.pop(out, None)
+
+
+@dataclass(frozen=True)
+class StoredShapeCheck:
+    """Whether the shapes stored in the file are those the runtime computes at prepare.
+
+    Every operator with a shape rule in the registry is recomputed from the stored shapes of
+    its inputs, in execution order (LiteRT's kernels resize their outputs in ``Prepare``, so a
+    stored output shape is only a hint: tflite/core/subgraph.cc ``PrepareOpsStartingAt``).
+
+    Attributes
+    ----------
+    differs : tuple of (int, tuple, tuple, int)
+        ``(tensor, stored shape, shape the rules give, operator)`` for each output whose stored
+        shape is not what its operator computes, in execution order.
+    """
+
+    differs: tuple[tuple[int, Shape, Shape, int], ...] = ()
+    unconfirmed: tuple[tuple[int, int], ...] = ()
+
+    @property
+    def ok(self) -> bool:
+        """The stored shapes are those the rules give, and none is left unconfirmed."""
+        return not self.differs and not self.unconfirmed
+
+    def caveat(self) -> str:
+        """The phrase that goes on a number computed at the stored shapes ("" when ``ok``)."""
+        if self.differs:
+            return ("of the file's stored shapes; LiteRT computes other shapes at prepare "
+                    "(shape rules): run with --measure")
+        if self.unconfirmed:
+            return ("of the file's stored shapes; some are unknown until LiteRT prepares "
+                    "the model: run with --measure")
+        return ""
+
+    def as_dict(self, subgraph: Subgraph, limit: int = 20) -> dict:
+        """JSON form: ``status`` ("as_stored", "differs", "unconfirmed"), the first ``limit``
+        tensors of each kind, and the counts."""
+        tensors = subgraph.tensors
+        ops_ = subgraph.operators
+        return {
+            "status": "differs" if self.differs else ("unconfirmed" if self.unconfirmed else "as_stored"),
+            "differs_count": len(self.differs),
+            "differs": [{"id": t, "name": tensors[t].name, "stored_shape": list(a),
+                         "computed_shape": list(b), "op": o, "op_name": ops_[o].op_name}
+                        for t, a, b, o in self.differs[:limit]],
+            "unconfirmed_count": len(self.unconfirmed),
+            "unconfirmed": [{"id": t, "name": tensors[t].name, "op": o, "op_name": ops_[o].op_name}
+                            for t, o in self.unconfirmed[:limit]],
+            "note": self.caveat(),
+        }
+
+
+#: Element-wise operators: inputs all of one shape give that shape (the fast path of
+#: :func:`check_stored_shapes` on long chains).
+_SAME_SHAPE_OPS = UNARY_OPS | BROADCAST_OPS
+
+
+def check_stored_shapes(subgraph: Subgraph, constants: Mapping[int, np.ndarray] | None = None,
+                        kernel_sized: Iterable[int] = ()) -> StoredShapeCheck:
+    """Recompute every operator's output shapes from the stored input shapes; no runtime.
+
+    An operator with no shape rule, or whose rule fails on the stored shapes, keeps the stored
+    shapes of its outputs (nothing is claimed about it). Checked against LiteRT's ``allocate_tensors``
+    shapes on every shared model (tests/whatif/test_shapes.py): no difference claimed where
+    LiteRT has none. Dynamic tensors (a ``-1`` in the
+    shape signature, sized while the model runs) are skipped: the plan flags them already.
+
+    Parameters
+    ----------
+    subgraph : Subgraph
+    constants : Mapping[int, numpy.ndarray], optional
+        As for :func:`infer_shapes` (RESHAPE targets, PAD paddings, ...).
+    kernel_sized : iterable of int
+        Tensors whose stored rank-0 shape is a placeholder the kernel replaces at prepare
+        (``Analysis.kernel_sized``): listed as unconfirmed, with their producer.
+
+    Returns
+    -------
+    StoredShapeCheck
+    """
+    shapes: dict[int, Shape] = {t.index: tuple(t.shape) for t in subgraph.tensors}
+    values: dict[int, np.ndarray] = {k: np.asarray(v, dtype=np.int64) for k, v in (constants or {}).items()}
+    tensors = subgraph.tensors
+    differs: list[tuple[int, Shape, Shape, int]] = []
+    sized = set(kernel_sized)
+    unconfirmed: list[tuple[int, int]] = []
+    for op in subgraph.operators:
+        unconfirmed += [(t, op.index) for t in op.outputs if t in sized]
+        if (op.op_name in _SAME_SHAPE_OPS and len(op.outputs) == 1 and op.outputs[0] >= 0
+                and all(i < 0 or shapes[i] == shapes[op.outputs[0]] for i in op.inputs)):
+            continue  # element-wise on inputs of the output's own shape: nothing to recompute
+        try:
+            new = _infer_op(op, shapes, values) if ops.get(op.op_name).shapes is not None else None
+        except (_Fail, IndexError, KeyError, ValueError, TypeError, ZeroDivisionError):
+            new = None
+        for t, s in zip(op.outputs, new or ()):
+            if t < 0 or t >= len(tensors) or tensors[t].is_dynamic or tensors[t].is_constant:
+                continue
+            s = tuple(int(d) for d in s)
+            if any(d < 0 for d in s):
+                continue
+            if s != shapes[t]:
+                differs.append((t, shapes[t], s, op.index))
+                shapes[t] = s
+                values.pop(t, None)
+        if op.outputs and op.outputs[0] >= 0:
+            _compute_value(op, shapes, values)
+    return StoredShapeCheck(tuple(differs), tuple(unconfirmed))
