@@ -689,6 +689,9 @@ def runtime_subgraph(model, probe: RuntimeProbe):
         if rt is None or rt.shape is None or t.is_constant:
             tensors.append(t)
             continue
+        if rt.shape == t.shape and rt.nbytes == t.nbytes and FLAG_DYNAMIC not in t.flags:
+            tensors.append(t)  # unchanged: the same record (100k copies cost ~0.3 s)
+            continue
         tensors.append(dataclasses.replace(
             t, shape=rt.shape, nbytes=rt.nbytes, flags=t.flags - {FLAG_DYNAMIC}))
     return dataclasses.replace(sg, tensors=tuple(tensors))
