@@ -118,9 +118,12 @@ def _read_tensors(ctx: int) -> list[dict]:
     return out
 
 
-def _read_nodes(ctx: int) -> tuple[list[int], list[dict]]:
-    get_plan = _GET_PLAN(_ptr(ctx + _C_GET_PLAN))
-    get_node = _GET_NODE(_ptr(ctx + _C_GET_NODE))
+def _read_nodes(ctx: int, functions: tuple[int, int] | None = None) -> tuple[list[int], list[dict]]:
+    """Execution plan and nodes of ``ctx``, through its ``GetExecutionPlan`` and
+    ``GetNodeAndRegistration`` (those of the delegate context, or ``functions`` kept from it)."""
+    fp, fn = functions or (_ptr(ctx + _C_GET_PLAN), _ptr(ctx + _C_GET_NODE))
+    get_plan = _GET_PLAN(fp)
+    get_node = _GET_NODE(fn)
     plan_p = _VP()
     if get_plan(ctx, ctypes.byref(plan_p)) != 0:
         raise RuntimeError("GetExecutionPlan failed in the delegate context")
@@ -184,3 +187,35 @@ def _read_via_delegate(interp, subgraph: int) -> dict:
         if "tensors" not in got:
             got.setdefault("error", " ".join(f"{type(e).__name__}: {e}".split()))
     return got
+
+
+def _keep_node_functions(interp) -> dict:
+    """Apply the no-op delegate *before* ``allocate_tensors()`` and keep, from its ``Prepare``
+    on the primary subgraph, the delegate context's ``GetExecutionPlan`` and
+    ``GetNodeAndRegistration`` (static functions of tflite/core/subgraph.cc that only look up
+    ``context->impl_``), so the nodes can be read after allocation without a second delegate.
+
+    Applied after allocation, ``Subgraph::ModifyGraphWithDelegate`` allocates the whole graph
+    again (``was_invokable_before_delegate``): 3 s of CPU at 100k operators. Before it, there
+    is nothing to re-allocate. Returns ``{"functions": (plan, node), "context": ctx}``, or
+    ``{"error": ...}`` when the runtime refused the delegate or never called ``Prepare``.
+    """
+    got: dict = {}
+    primary = _ptr(interp._interpreter.interpreter())
+
+    def prepare(ctx, _delegate):
+        if "functions" not in got and ctx == primary:
+            got["functions"] = (_ptr(ctx + _C_GET_PLAN), _ptr(ctx + _C_GET_NODE))
+        return 0  # kTfLiteOk: claim no node
+
+    cb = _PREPARE(prepare)
+    delegate = _Delegate(None, cb, None, None, None, _ALLOW_DYNAMIC_TENSORS, None)
+    got["_keep"] = (cb, delegate)
+    try:
+        interp._interpreter.ModifyGraphWithDelegate(ctypes.addressof(delegate))
+    except Exception as e:
+        got["error"] = " ".join(f"{type(e).__name__}: {e}".split())
+    if "functions" not in got:
+        got.setdefault("error", "the delegate's Prepare was not called on the primary subgraph")
+    return got
+
