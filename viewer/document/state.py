@@ -436,18 +436,23 @@ class Document:
             self._panel_edits = (dataclasses.replace(applied, tensor_dtypes={})
                                  if applied is not None else WhatIfEdits())
             self.events.emit("edits_restored", applied)
-        shown_rt = self._full.request.runtime if self._full is not None else self.runtime
-        if kind == "open" and shown_rt != self.runtime:
-            # A runtime switch failed: the target goes back to the runtime of what is shown.
-            self.runtime = shown_rt
-            self.events.emit("runtime_changed", shown_rt)
+        self._runtime_back_to_shown(kind)
         shown = " (the previous view stays)" if self._full is not None else ""
         self.events.emit("status", message + shown)
         self.events.emit("failed", kind, message)
 
+    def _runtime_back_to_shown(self, kind: str) -> None:
+        """After a runtime switch failed or was cancelled, the target goes back to the runtime
+        of what is shown (``runtime_changed``), so the selector never names another one."""
+        shown = self._full.request.runtime if self._full is not None else self.runtime
+        if kind == "open" and shown != self.runtime:
+            self.runtime = shown
+            self.events.emit("runtime_changed", shown)
+
     def cancelled(self) -> None:
         """The running work was cancelled (``cancelled(kind)``); nothing changes."""
         kind, self._pending = self._pending or self._last_kind, None
+        self._runtime_back_to_shown(kind)
         what = {"optimize": "Optimize", "reorder": "Reorder"}.get(kind, "Work")
         self.events.emit("status", f"{what} cancelled; the view is unchanged.")
         self.events.emit("cancelled", kind)
