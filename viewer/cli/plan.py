@@ -11,7 +11,7 @@ from viewer.cli._common import add_edit_args, add_model_args, edits_from_args, k
 from viewer.analysis.types import KIND_TEMPORARY
 from viewer.errors import UsageError, ViewerError
 from viewer.export.paths import check_output_path
-from viewer.export.report import build_report
+from viewer.export.report import build_report, temporaries_raise_text
 from viewer.planning.run import best_plan_name, run_planners
 from viewer.units import format_bytes
 from viewer.whatif.pipeline import prepare
@@ -224,8 +224,7 @@ def _print_table(r: dict, a, top: int) -> None:
         largest = f", largest {format_bytes(big['bytes'])} at #{big['op']}" if big else ""
         raise_ = lb - m["tensor_lower_bound_bytes"]
         out(f"  {'kernel temporaries, in all':<28}{_fmt(m['temporaries_bytes'])}  "
-            f"({len(temps)} measured{largest}; they raise the lower bound by "
-            f"{format_bytes(raise_)}: live at different operators, they share bytes)\n")
+            f"({len(temps)} measured{largest}; {temporaries_raise_text(raise_)})\n")
     if r.get("persistent_bytes"):
         out(f"  {'persistent (outside arena)':<28}{_fmt(r['persistent_bytes'])}\n")
     for t in (r.get("footprint") or {}).get("terms", ()):
