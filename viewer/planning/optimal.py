@@ -9,7 +9,9 @@ y (byte offsets): dynamic storage allocation, NP-hard. The planner
 3. asks a MiniMalloc-style exact search (:mod:`viewer.planning._minimalloc`; Moffitt, ASPLOS
    2023, google/minimalloc src/solver.cc) whether the arena fits in capacities between the
    proven bound and the best arena, descending from the best arena in passes of geometrically
-   growing time slices, the bound itself resumed in each pass (:func:`_dfs_stage`);
+   growing time slices, the bound itself resumed in each pass (:func:`_dfs_stage`); the
+   preorders of each search run at the same time in worker processes once it has run
+   :data:`PROCESSES_AFTER` seconds (:mod:`viewer.planning._mm_workers`);
 4. hands whatever gap is left to OR-Tools CP-SAT (fixed x intervals, y intervals of fixed size,
    ``AddNoOverlap2D``, minimise the highest end, hinted with the best plan, bounded below by the
    proven bound; offsets are ``alignment * k``), which also tightens the proven bound;
@@ -185,8 +187,7 @@ class _Anytime:
 
 #: Seconds of the first slice; every pass doubles it.
 FIRST_SLICE = 0.05
-#: The attempt at the proven bound gets this many slices in each pass (the descent one per
-#: capacity, up to DESCENT_TRIES).
+#: The attempt at the proven bound gets this many times the descent's slice in each pass.
 BOUND_SHARE = 2.0
 #: Capacities the descent tries per pass before it hands over to the bound.
 DESCENT_TRIES = 2
@@ -274,19 +275,15 @@ def _dfs_stage(st: _Anytime, start, end, size, idx, ids, alignment, params, budg
     "feasible at C" gives an arena <= C. Each pass, with a slice twice the last one's
     (:data:`FIRST_SLICE` first):
 
-    1. descends from the best arena U towards the proven bound L, one slice per capacity: the
-       capacity half way between them, and after a search runs out of time the one half way from there to U
+    1. descends from the best arena U towards the proven bound L (with a slice that doubles
+       after a pass where the descent found something and halves after one where it did not,
+       down to a quarter of the pass's slice, so a stalled descent costs the bound's attempt
+       little but still grows): the capacity half way
+       between them, and after a search runs out of time the one half way from there to U
        (closer to U feasible answers come faster; :data:`DESCENT_TRIES` of them per pass),
        starting again half way after every answer; then
     2. resumes the attempt at the proven bound for :data:`BOUND_SHARE` slices (a yes there ends
        everything; nobody can say how long it takes, so it never runs long first).
-
-    So the descent and the bound get the same time in every pass (up to :data:`DESCENT_TRIES`
-    slices each): where the optimum is the bound (MiniMalloc instances B, E, K) the bound's
-    attempt answers at no more than twice the time it needs alone; where plans exist only well
-    above the bound (D, J) the descent is not starved by a hopeless attempt at the bound (the
-    previous schedule gave the bound up to 4x the descent's time: J's first plan within its
-    capacity came 2-3x later).
 
     Every search that runs out of time is suspended, not dropped, and resumed when a later
     pass asks for the same capacity (the bound's attempt always is). Every improvement is
@@ -301,6 +298,7 @@ def _dfs_stage(st: _Anytime, start, end, size, idx, ids, alignment, params, budg
     caps = _Capacities(st, start, end, size, idx, ids, alignment, params, stage_end, processes)
     outcome = "open"
     slice_ = FIRST_SLICE  # the bound's attempt gets BOUND_SHARE of it; doubles every pass
+    descent_slice = FIRST_SLICE  # doubles after a fruitful pass, else halves (>= slice_ / 4)
     try:
         while not st.done and time.monotonic() < stage_end:
             st.poll()
@@ -321,8 +319,12 @@ def _dfs_stage(st: _Anytime, start, end, size, idx, ids, alignment, params, budg
                 cap -= cap % st.granularity  # the same question, and a stronger answer
                 if cap <= st.bound:
                     break  # the bound is the next step's
-                status = caps.attempt(cap, slice_)
+                status = caps.attempt(cap, descent_slice)
                 tries = tries + 1 if status == mm.TIMEOUT else 0
+            if (st.best_arena, st.bound) != before:
+                descent_slice *= 2
+            else:
+                descent_slice = max(slice_ / 4, descent_slice / 2)
             if not st.done and time.monotonic() < stage_end:
                 caps.attempt(st.bound, BOUND_SHARE * slice_)
             if (st.best_arena, st.bound) != before:
