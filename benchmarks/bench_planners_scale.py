@@ -92,16 +92,16 @@ def random_problem(rng: random.Random, n: int, ops: int) -> PlanningProblem:
 
 
 def bench(sizes, planners, seed: int) -> None:
-    print(f"{'tensors':>8}  {'planner':<18} {'seconds':>8}  {'arena bytes':>14}  lower bound")
+    print(f"{'tensors':>8}  {'planner':<18} {'wall s':>8} {'CPU s':>7}  {'arena bytes':>14}  lower bound")
     for n in sizes:
         p = synthetic_problem(n, seed)
         lb = p.lower_bound()
         for name in planners:
             func = _reference_litert() if name == "litert_reference" else get_planner(name).func
-            t0 = time.perf_counter()
+            t0, c0 = time.perf_counter(), time.process_time()
             plan = func(p, 64)
-            dt = time.perf_counter() - t0
-            print(f"{n:>8}  {name:<18} {dt:>8.3f}  {plan.arena_bytes:>14,}  {lb:,}", flush=True)
+            dt, cpu = time.perf_counter() - t0, time.process_time() - c0
+            print(f"{n:>8}  {name:<18} {dt:>8.3f} {cpu:>7.3f}  {plan.arena_bytes:>14,}  {lb:,}", flush=True)
 
 
 def _reference_litert():

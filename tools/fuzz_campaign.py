@@ -183,17 +183,22 @@ def _commit() -> str:
 
 
 def read_records(path: Path) -> list[dict]:
-    """Every complete JSON record of a results file (an interrupted last line is skipped)."""
+    """Every complete JSON record of a results file (an interrupted last line is skipped), each
+    with ``commit``: the code it ran, from the session line that precedes it."""
     out = []
     if not path.is_file():
         return out
+    commit = "unknown"
     with path.open(encoding="utf-8") as f:
         for line in f:
             try:
                 r = json.loads(line)
             except ValueError:
                 continue
-            if isinstance(r, dict) and "index" in r:
+            if isinstance(r, dict) and "session" in r:
+                commit = str(r.get("commit", "unknown"))
+            elif isinstance(r, dict) and "index" in r:
+                r.setdefault("commit", commit)
                 out.append(r)
     return out
 
@@ -285,7 +290,8 @@ def summary(path: Path, seed: int | None = None, n_models: int | None = None) ->
         print(f"{path}: no records")
         return 0
     kinds = ("result", "error", "other")
-    by = {"model": defaultdict(Counter), "command": defaultdict(Counter)}
+    by = {"model": defaultdict(Counter), "command": defaultdict(Counter),
+          "commit": defaultdict(Counter)}
     total = Counter()
     for r in recs:
         total[r["outcome"]] += 1
@@ -310,7 +316,7 @@ def summary(path: Path, seed: int | None = None, n_models: int | None = None) ->
           f"load average (1 min) at the records: mean {sum(r['load1'] for r in recs) / len(recs):.1f}, "
           f"max {max(r['load1'] for r in recs):.1f}")
     _rate(recs)
-    for key in ("command", "model"):
+    for key in ("commit", "command", "model"):
         print(f"  per {key}:")
         for name, c in sorted(by[key].items()):
             print(f"    {name:<55} {sum(c.values()):>7,d}   "

@@ -69,3 +69,25 @@ def test_bad_input_is_one_line(tmp_path, capsys):
     rc, _, err = _run(capsys, "compare", str(good), str(bad), "--no-measure")
     assert rc == 2 and str(bad) in err
     assert len([l for l in err.splitlines() if "error" in l]) == 1
+
+
+@pytest.mark.shared
+def test_widest_operator_is_the_arenas_and_labelled(capsys):
+    """From the new-user walk-through: the widest-operator column was the tensors-only one
+    (#42 CONCATENATION on unet_256) beside an arena with the kernel temporaries (whose widest is
+    #43 CONV_2D, the 108 MiB im2col). Now the column is the arena's, labelled, and the
+    tensors-only one is named beside it when it differs."""
+    unet = shared_model("unet_256.tflite")
+    other = shared_model("mobilenet_v2_224.tflite")
+    rc, out, err = _run(capsys, "compare", str(unet), str(other))
+    assert rc == 0, err
+    lines = out.splitlines()
+    assert lines[0].endswith("widest operator of the arena")
+    row = next(line for line in lines if line.startswith("unet_256.tflite"))
+    assert row.endswith("124.8 MiB       5.2 MiB  #43 CONV_2D (124.8 MiB); tensors only: #42 CONCATENATION")
+    assert ("naive sum, lower bound, best plan: the model's own tensors; arena and its widest "
+            "operator: LiteRT's planner with the runtime's kernel temporaries (measured)") in lines
+    rc, out, err = _run(capsys, "compare", str(unet), str(other), "--json")
+    u = json.loads(out)["models"][0]
+    assert (u["widest_op"], u["widest_op_name"], u["widest_op_bytes"]) == (43, "CONV_2D", u["arena_bytes"])
+    assert (u["tensors_widest_op"], u["tensors_widest_op_name"]) == (42, "CONCATENATION")

@@ -225,10 +225,14 @@ def test_lower_bound_of_wrong_stored_shapes_says_so_on_the_number(tmp_path, caps
     assert "note: 2 tensor(s) are stored with other shapes than LiteRT computes at prepare, e.g. " \
            "#1 'o0' [1, 4] -> [1, 8, 8, 3] (operator #0 ADD)" in out
     assert "(at the file's stored shapes)" in out
+    # Our rules' figure beside it (LiteRT allocates 3 x 768 B here; check --measure agrees).
+    assert "    at LiteRT's shapes                 2,304 B     2.3 KiB  [estimated: our shape rules; " \
+           "kernel temporaries not included]" in out
     rc, out, err = run_cli(capsys, "plan", str(p), "--planner", "greedy_by_size", "--json")
     r = json.loads(out)
     assert r["lower_bound_note"].startswith("of the file's stored shapes")
     assert r["stored_shapes"]["status"] == "differs" and r["stored_shapes"]["differs_count"] == 2
+    assert r["stored_shapes"]["computed_lower_bound_bytes"] == 3 * 768
     assert r["stored_shapes"]["differs"][0] == {
         "id": 1, "name": "o0", "stored_shape": [1, 4], "computed_shape": [1, 8, 8, 3],
         "op": 0, "op_name": "ADD"}

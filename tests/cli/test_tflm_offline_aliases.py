@@ -47,6 +47,18 @@ def test_vela_plan_gives_the_offline_head_not_a_verifier_error(capsys):
     assert r["plans"]["tflm_greedy"]["arena_bytes"] == r["tflm"]["head_bytes"] == 74464
     assert r["lower_bound_bytes"] == 74464
     assert all(p["arena_bytes"] >= r["lower_bound_bytes"] and p["gap_pct"] >= 0 for p in r["plans"].values())
+    assert r["aligned_lower_bound_bytes"] == 74464  # TFLM's sizes are 16-byte already: no other bound
+
+
+def test_vela_online_planners_do_not_alias_and_csv_exports(capsys, tmp_path):
+    m = shared_model(VELA)
+    rc, out, _ = run_cli(capsys, "plan", m, "--runtime", "tflm", "--planner", "tflm_greedy,optimal", "--json")
+    r = json.loads(out)
+    # optimal plans every tensor online: it may not take tflm_greedy's aliases as its own
+    assert r["plans"]["optimal"]["arena_bytes"] == 158160 and r["plans"]["tflm_greedy"]["arena_bytes"] == 74464
+    rc, _, err = run_cli(capsys, "plan", m, "--runtime", "tflm", "--export-csv", tmp_path / "v.csv")
+    assert rc == 0, err
+    assert (tmp_path / "v.csv").read_text().splitlines()[0] == "id,lower,upper,size,offset"
 
 
 def test_vela_check_and_export_agree_with_plan(capsys, tmp_path):
@@ -116,3 +128,13 @@ def test_tflm_abort_is_one_line_and_cannot_tell(capsys):
     assert "TFLM aborted (SIGABRT)" in err and "Traceback" not in err
     rc, out, err = run_cli(capsys, "check", m, "--runtime", "tflm", "--budget", "4MiB")
     assert rc == 3 and "CANNOT TELL" in out and "aborted (SIGABRT)" in out
+
+
+def test_a_whatif_plans_an_offline_planned_model_online(aliased, capsys):
+    """The stored plan fits the stored sizes: resized, every tensor is planned online (kept, the
+    resized tensors would alias: 3,072 B instead of 6,144 B, a falsely small head)."""
+    rc, out, err = run_cli(capsys, "plan", aliased, "--runtime", "tflm", "--input-shape", "1x16x16x3", "--json")
+    assert rc == 0, err
+    r = json.loads(out)
+    assert r["tflm"]["head_bytes"] == 6144 and r["runtimes"]["tflm_head_tensors_only_bytes"] == 6144
+    assert any("under a what-if every tensor is planned online" in n for n in r["notes"])

@@ -158,3 +158,15 @@ def test_a_failing_callback_rolls_back_and_reports(doc, monkeypatch):
 def test_unknown_event_name_is_refused(doc):
     with pytest.raises(KeyError, match="no such document event"):
         doc.events.connect("nope", print)
+
+
+def test_reorder_that_keeps_the_order_keeps_the_plans(doc):
+    """A reorder that finds no better order returns the shown plans (no re-planning of a
+    16,000-operator graph after the search's time is up)."""
+    from viewer.document.work import ReorderRequest, compute_reorder
+
+    doc.open(DEMO)
+    base = doc.response
+    resp = compute_reorder(ReorderRequest(base.request.path, base, 0.0001))
+    assert resp.reorder is not None and not resp.reorder.changed
+    assert resp.plans is base.plans and resp.analysis is base.analysis

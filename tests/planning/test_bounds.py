@@ -134,3 +134,19 @@ def test_optimal_planner_uses_subset_bound_when_asked():
     plan = plan_optimal(problem, alignment, time_limit=5)
     assert "subset_bound" not in plan.stats["ingredients"] and plan.arena_bytes == optimum
     assert "subset_bound" not in INGREDIENTS
+
+
+def test_subsets_of_a_subset_that_fits_are_not_searched():
+    from viewer.planning.bounds import Subset
+
+    tuples, alignment = TABLE[0][0], TABLE[0][1]
+    s, e, z = _arrays(tuples)
+
+    def sub(name, idx):
+        idx = np.array(idx)
+        return Subset(name, idx, s[idx], e[idx], z[idx])
+
+    r = subset_bound(s, e, z, 20, alignment=alignment, subsets=[sub("big", [0, 1, 2, 3]),
+                                                               sub("small", [0, 2])])
+    assert [x["status"] for x in r.log] == ["feasible", "feasible"]
+    assert r.log[1]["nodes"] == 0 and "inside" in r.log[1]["note"]

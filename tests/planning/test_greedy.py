@@ -267,27 +267,52 @@ def tie_heavy_problem(rng: random.Random) -> PlanningProblem:
     return PlanningProblem(tuple(bufs), ops)
 
 
-@pytest.mark.parametrize("path", ["python", "numpy"])
+@pytest.mark.parametrize("path", ["python", "numpy", "sweep"])
 def test_greedy_by_size_equals_reference(path, monkeypatch):
-    import viewer.planning.greedy as greedy
+    from viewer.planning import _overlap, _sweep
 
+    monkeypatch.setattr(_sweep, "ENABLED", path == "sweep")
     if path == "numpy":  # every candidate list through the vectorised gap search
+        import viewer.planning.greedy as greedy
+
         monkeypatch.setattr(greedy, "_SMALL", 0)
-        monkeypatch.setattr(greedy, "_CHUNK", 5)  # pair lists built in many chunks
+        monkeypatch.setattr(_overlap, "_CHUNK", 5)  # pair lists built in many chunks
     rng = random.Random(f"gbs-{path}")
     for _ in range(250):
-        p = tie_heavy_problem(rng)
+        p = tie_heavy_problem(rng) if path != "sweep" else time_ordered_problem(rng)
         a = rng.choice([1, 16, 64])
         plan = plan_greedy_by_size(p, a)
         assert dict(plan.offsets) == reference_greedy_by_size(p, a), p
         assert plan.arena_bytes == max(plan.offsets[b.id] + b.size for b in p.buffers)
 
 
-def test_greedy_by_size_without_pair_lists_equals_reference(monkeypatch):
-    # Past _MAX_PAIRS overlapping pairs the planner scans every placed buffer instead.
+def time_ordered_problem(rng: random.Random) -> PlanningProblem:
+    """Random problem of equal sizes (some zero) in order of first operator: greedy_by_size and
+    litert place it in time order, so they take the sweep (viewer.planning._sweep)."""
+    ops = rng.randrange(1, 30)
+    size = rng.choice([1, 8, 64, 100, 128, rng.randrange(1, 3000)])
+    firsts = sorted(rng.randrange(ops) for _ in range(rng.randrange(1, 60)))
+    bufs = []
+    for i, f in enumerate(firsts):
+        l = min(ops - 1, f + rng.choice([0, 0, 1, 2, 4, 9, ops, rng.randrange(ops)]))
+        bufs.append(Buffer(i, f, l, 0 if rng.random() < 0.05 else size, rng.random() < 0.1))
+    return PlanningProblem(tuple(bufs), ops)
+
+
+def test_the_sweep_is_taken_in_time_order(monkeypatch):
     import viewer.planning.greedy as greedy
 
-    monkeypatch.setattr(greedy, "_MAX_PAIRS", 0)
+    monkeypatch.setattr(greedy, "_overlap_lists", None)  # building pair lists would fail
+    p = time_ordered_problem(random.Random(3))
+    assert dict(plan_greedy_by_size(p, 64).offsets) == reference_greedy_by_size(p, 64)
+
+
+def test_greedy_by_size_without_pair_lists_equals_reference(monkeypatch):
+    # Past _MAX_PAIRS overlapping pairs the planner scans every placed buffer instead.
+    from viewer.planning import _overlap, _sweep
+
+    monkeypatch.setattr(_overlap, "_MAX_PAIRS", 0)
+    monkeypatch.setattr(_sweep, "ENABLED", False)
     rng = random.Random("gbs-scan")
     for _ in range(100):
         p = tie_heavy_problem(rng)

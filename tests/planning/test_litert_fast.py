@@ -11,7 +11,7 @@ import random
 import pytest
 
 from tests.planning import _litert_reference as ref
-from viewer.planning import _litert_arena, litert
+from viewer.planning import _litert_arena, _sweep, litert
 from viewer.planning.types import Buffer, PlanningProblem
 
 
@@ -54,8 +54,11 @@ def _same(problem, alignment, ranges):
     assert new.stats["high_water_mark"] == old.stats["high_water_mark"]
 
 
-@pytest.mark.parametrize("path", ["python", "numpy_fit", "rounds", "dense"])
+@pytest.mark.parametrize("path", ["python", "numpy_fit", "rounds", "dense", "sweep"])
 def test_random_problems_match_the_reference(path, monkeypatch):
+    monkeypatch.setattr(_sweep, "ENABLED", path == "sweep")
+    if path == "sweep":  # equal aligned sizes: LiteRT's order is time order, placed by one sweep
+        monkeypatch.setattr(_litert_arena, "_overlap_lists", None)  # unless ranges leave survivors
     if path == "numpy_fit":  # every tensor's gap search in numpy
         monkeypatch.setattr(_litert_arena, "_NUMPY_FIT", 0)
     if path == "rounds":  # every round in one segmented numpy pass
@@ -64,8 +67,24 @@ def test_random_problems_match_the_reference(path, monkeypatch):
         monkeypatch.setattr(_litert_arena, "_overlap_lists", lambda *a: None)
     rng = random.Random(len(path))
     for _ in range(250):
-        problem = _random_problem(rng, with_queue=rng.random() < 0.5)
-        _same(problem, rng.choice([1, 4, 64]), _ranges(rng, problem.num_ops))
+        if path == "sweep":
+            alignment = rng.choice([1, 4, 64])
+            problem = _equal_sizes(_random_problem(rng, with_queue=rng.random() < 0.5),
+                                   alignment * rng.choice([1, 2, 25, 64]))
+            _same(problem, alignment, None)
+        else:
+            problem = _random_problem(rng, with_queue=rng.random() < 0.5)
+            _same(problem, rng.choice([1, 4, 64]), _ranges(rng, problem.num_ops))
+
+
+def _equal_sizes(problem, size: int):
+    """``problem`` with every non-zero size (queue included) set to ``size``."""
+
+    def fix(b):
+        return Buffer(b.id, b.first, b.last, size if b.size else 0, b.pinned)
+
+    return PlanningProblem(tuple(map(fix, problem.buffers)), problem.num_ops,
+                           tuple(tuple(map(fix, q)) for q in problem.alloc_queue))
 
 
 @pytest.mark.parametrize("small_round", [48, 1])

@@ -73,8 +73,11 @@ def test_offline_aliases_kept_at_the_models_offsets_are_legal():
 
     bufs = (Buffer(0, 0, 2, 64), Buffer(1, 0, 2, 64), Buffer(2, 1, 1, 16))
     p = TflmProblem(bufs, 3, (), {0: 0, 1: 0})
-    verify_plan(p, Plan("tflm_greedy", {0: 0, 1: 0, 2: 64}, 80, 16))
+    keeps = {"keeps_offline": True}
+    verify_plan(p, Plan("tflm_greedy", {0: 0, 1: 0, 2: 64}, 80, 16, stats=keeps))
     with pytest.raises(PlanningError, match="planned offline"):  # an online buffer over them
-        verify_plan(p, Plan("tflm_greedy", {0: 0, 1: 0, 2: 48}, 64, 16))
+        verify_plan(p, Plan("tflm_greedy", {0: 0, 1: 0, 2: 48}, 64, 16, stats=keeps))
     with pytest.raises(PlanningError, match="overlaps"):  # an online plan may not alias them
         verify_plan(p, Plan("optimal", {0: 0, 1: 16, 2: 80}, 96, 16))
+    with pytest.raises(PlanningError, match="overlaps"):  # nor one that does not say it keeps them
+        verify_plan(p, Plan("optimal", {0: 0, 1: 0, 2: 64}, 80, 16))

@@ -746,3 +746,27 @@ def test_subgraph_selector_shows_signature_keys(qtbot, window):
     texts = [combo.itemText(i) for i in range(combo.count())]
     assert "signature second" in texts[0] and "signature split_unpack" in texts[1], texts
     assert "signature" not in texts[2] and combo.isVisibleTo(window)
+
+
+def test_reorder_of_a_wide_graph_shows_progress_and_cancel_stops_it(qtbot, window, tmp_path, settings):
+    """B8 in small (2,000 ADDs all ready at once): the progress bar and the status move inside
+    the first levels of the search ("N steps tried"), and Cancel stops it, the view unchanged
+    (on B8 the window sat at "operator 2 of 16000", 0 %, and Cancel took ~5 s)."""
+    from tests.tflite_builder import build, tensor, write
+
+    n = 2000
+    ts = [tensor("in", (1, 8, 8, 3))] + [tensor(f"o{i}", (1, 8, 8, 3)) for i in range(n)]
+    path = write(tmp_path, "wide.tflite", build(ts, [(0, [0, 0], [1 + i]) for i in range(n)],
+                                                [0], list(range(1, n + 1))))
+    base = open_and_wait(qtbot, window, path)
+    settings.setValue("reorder_time_limit", 20)  # the bar moves with the elapsed share of it
+    seen = []
+    window.runner.progressed.connect(lambda f, m: seen.append((f, m)))
+    with qtbot.waitSignal(window.work_cancelled, timeout=30_000) as blocker:
+        window.reorder_action.trigger()
+        qtbot.waitUntil(lambda: window.progress.value() > 0 and any("steps tried" in m for _, m in seen),
+                        timeout=15_000)
+        assert "steps tried" in window.status_label.text()
+        window.cancel_button.click()
+    assert blocker.args == ["reorder"] and "cancelled" in window.status_label.text()
+    assert window.response.analysis is base.analysis and not window.restore_order_action.isEnabled()

@@ -99,6 +99,8 @@ INPLACE_OPS: dict[str, tuple[tuple[int, ...], bool]] = {
     n: (s.inplace.inputs, s.inplace.unmodified) for n, s in REGISTRY.items() if s.inplace is not None
 }
 _NOT_DROPPED_FLAGS = frozenset({FLAG_STRING, FLAG_RESOURCE, FLAG_VARIANT})
+#: Flags that put a tensor in LiteRT's dynamic allocation instead of the arena.
+_DYNAMIC_FLAGS = frozenset({FLAG_STRING, FLAG_VARIANT})
 #: ``kTfLiteMaxSharableOpInputs``: only the first inputs are candidates.
 MAX_SHARABLE_INPUTS = 3
 #: ``kScalarTensorBytes``: a modified tensor this small is never shared.
@@ -173,16 +175,24 @@ def analyze(subgraph: Subgraph, *, temporaries: Iterable[Temporary] = (), model=
     variables = [t for t in subgraph.variables if valid(t)]
     touched = set(producer) | set(consumers) | graph_input_set | graph_outputs
 
+    where_of: dict[int, str] = {}
+
     def where(t: int) -> str:
-        """LiteRT's allocation type: 'mmap', 'persistent', 'dynamic' or 'arena'."""
-        tensor = tensors[t]
-        if tensor.is_constant:
-            return "mmap"
-        if t in persistent or tensor.is_variable or t in handles:
-            return "persistent"
-        if tensor.flags & {FLAG_STRING, FLAG_VARIANT} or t in dynamic_outputs:
-            return "dynamic"
-        return "arena"
+        """LiteRT's allocation type: 'mmap', 'persistent', 'dynamic' or 'arena' (memoised:
+        it is asked several times per tensor)."""
+        w = where_of.get(t)
+        if w is None:
+            tensor = tensors[t]
+            if tensor.is_constant:
+                w = "mmap"
+            elif t in persistent or tensor.is_variable or t in handles:
+                w = "persistent"
+            elif not _DYNAMIC_FLAGS.isdisjoint(tensor.flags) or t in dynamic_outputs:
+                w = "dynamic"
+            else:
+                w = "arena"
+            where_of[t] = w
+        return w
 
     # Reference counts as PlanAllocations builds them before IdentifyInPlaceTensors.
     refcounts = [0] * n_t
@@ -321,12 +331,14 @@ def analyze(subgraph: Subgraph, *, temporaries: Iterable[Temporary] = (), model=
         if t not in alloc_at:
             alloc_at[t] = 0
             queue[0].append(entry(t, 0))
+    queued = {(0, b.id) for b in queue[0]}  # (node, tensor) pairs already in the queue
     for op in subgraph.operators:
         for t in op.outputs:
             if valid(t):
                 if t not in alloc_at:
                     alloc_at[t] = op.index
-                if not any(b.id == t for b in queue[op.index]):
+                if (op.index, t) not in queued:
+                    queued.add((op.index, t))
                     queue[op.index].append(entry(t, alloc_at[t]))
     for tmp in temp_list:
         if 0 <= tmp.op < len(queue):

@@ -224,9 +224,10 @@ def run_plan(args) -> int:
                                       stats={"source": "TFLM's recording allocator and planner"})
     notes = notes + list(fp.notes)
     if args.export_csv:
-        from viewer.planning.csv_io import write_problem_csv
+        from viewer.export.problem_csv import write_problem_csv
 
-        write_problem_csv(fp.problem, args.export_csv, plan=plans.get(best) if best else None)
+        write_problem_csv(fp.problem, args.export_csv, plans.get(best) if best else None, None,
+                          args.model, force=args.force)
     report = build_report(fp.model, 0, fp.analysis, plans, best, notes=tuple(notes), alignment=16)
     summary, diffs = compare_runtimes(fp)
     summary["tensor_arena_size_bytes"] = fp.tensor_arena_size_bytes

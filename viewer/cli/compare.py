@@ -69,18 +69,24 @@ def run(args: argparse.Namespace) -> int:
 def _print_table(rows, rank) -> None:
     names = [os.path.basename(r.path) for r in rows]
     w = max(len(n) for n in names)
-    head = ["naive sum", "lower bound", "best plan", "arena", "weights", "widest operator"]
+    head = ["naive sum", "lower bound", "best plan", "arena", "weights", "widest operator of the arena"]
     print(f"{'model':<{w}}  " + "  ".join(f"{h:>12}" for h in head[:-1]) + f"  {head[-1]}")
     for n, r in zip(names, rows):
-        arena = format_bytes(r.arena_bytes) + ("" if r.measured else "*")
+        star = "" if r.measured else "*"
+        arena = format_bytes(r.arena_bytes) + star
         cells = [format_bytes(r.naive_bytes), format_bytes(r.lower_bound_bytes),
                  format_bytes(r.best_plan_bytes), arena, format_bytes(r.weights_bytes)]
-        widest = f"#{r.widest_op} {r.widest_op_name}" if r.widest_op >= 0 else "-"
+        widest = "-"
+        if r.widest_op >= 0:
+            widest = f"#{r.widest_op} {r.widest_op_name} ({format_bytes(r.widest_op_bytes)}){star}"
+            if r.tensors_widest_op != r.widest_op and r.tensors_widest_op >= 0:
+                widest += f"; tensors only: #{r.tensors_widest_op} {r.tensors_widest_op_name}"
         print(f"{n:<{w}}  " + "  ".join(f"{c:>12}" for c in cells) + f"  {widest}")
+    print("naive sum, lower bound, best plan: the model's own tensors; arena and its widest "
+          "operator: " + ("LiteRT's planner with the runtime's kernel temporaries (measured)"
+                          if all(r.measured for r in rows) else "see *"))
     if not all(r.measured for r in rows):
         print("* planned only: kernel temporaries not included (the runtime did not measure it)")
-    else:
-        print("arena: LiteRT's planner with the runtime's kernel temporaries (measured)")
     order = lambda key: " < ".join(names[i] for i in rank[key])  # noqa: E731
     print(f"ranked by naive sum: {order('naive_sum')}")
     print(f"ranked by arena:     {order('arena')}")

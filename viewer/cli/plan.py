@@ -11,7 +11,7 @@ from viewer.cli._common import add_edit_args, add_model_args, edits_from_args, k
 from viewer.analysis.types import KIND_TEMPORARY
 from viewer.errors import UsageError, ViewerError
 from viewer.export.paths import check_output_path
-from viewer.export.report import build_report
+from viewer.export.report import build_report, temporaries_raise_text
 from viewer.planning.run import best_plan_name, run_planners
 from viewer.units import format_bytes
 from viewer.whatif.pipeline import prepare
@@ -95,6 +95,7 @@ def run(args: argparse.Namespace) -> int:
                           with_tables=args.json)
     if shape_check is not None:
         report["stored_shapes"] = shape_check.as_dict(a.subgraph)
+        report["stored_shapes"]["computed_lower_bound_bytes"] = _computed_lower_bound(prep, shape_check)
     # What the lower bound (and every planned arena) leaves out, said on the number.
     report["lower_bound_note"] = shape_check.caveat() if shape_check is not None else ""
     report["signatures"] = [{"key": sg.key, "subgraph": sg.subgraph_index}
@@ -129,6 +130,18 @@ def _stored_shape_check(prep, edits):
         return None
     consts = small_int_constants(prep.model.path, prep.subgraph_index)
     return check_stored_shapes(prep.analysis.subgraph, consts, prep.analysis.kernel_sized)
+
+
+def _computed_lower_bound(prep, check) -> int | None:
+    """The lower bound at the shapes our rules give (an estimate of what LiteRT allocates,
+    kernel temporaries aside), when they differ from the file's; None otherwise."""
+    from viewer.analysis.intervals import analyze
+    from viewer.whatif.apply import with_shapes
+
+    if not check.differs:
+        return None
+    sg = with_shapes(prep.analysis.subgraph, {t: b for t, _a, b, _o in check.differs})
+    return int(analyze(sg, model=prep.model).lower_bound_bytes)
 
 
 def _shape_note(check, sg) -> str:
@@ -195,6 +208,11 @@ def _print_table(r: dict, a, top: int) -> None:
     caveat = r.get("lower_bound_note") or ""
     tail = f"  {caveat}" if caveat else ""
     out(f"  {'lower bound':<28}{_fmt(lb)}{tail}\n")
+    computed = (r.get("stored_shapes") or {}).get("computed_lower_bound_bytes")
+    if computed is not None:
+        label = "  at LiteRT's shapes"
+        out(f"  {label:<28}{_fmt(computed)}  [estimated: our shape "
+            "rules; kernel temporaries not included]\n")
     alb = r.get("aligned_lower_bound_bytes", lb)
     if alb > lb:
         out(f"  {'  with ' + str(r.get('aligned_bound_alignment', 64)) + '-byte alignment':<28}{_fmt(alb)}{tail}\n")
@@ -206,8 +224,7 @@ def _print_table(r: dict, a, top: int) -> None:
         largest = f", largest {format_bytes(big['bytes'])} at #{big['op']}" if big else ""
         raise_ = lb - m["tensor_lower_bound_bytes"]
         out(f"  {'kernel temporaries, in all':<28}{_fmt(m['temporaries_bytes'])}  "
-            f"({len(temps)} measured{largest}; they raise the lower bound by "
-            f"{format_bytes(raise_)}: live at different operators, they share bytes)\n")
+            f"({len(temps)} measured{largest}; {temporaries_raise_text(raise_)})\n")
     if r.get("persistent_bytes"):
         out(f"  {'persistent (outside arena)':<28}{_fmt(r['persistent_bytes'])}\n")
     for t in (r.get("footprint") or {}).get("terms", ()):

@@ -6,13 +6,16 @@ order, and takes the best-fitting gap among those whose usage interval intersect
 tensor's. That is quadratic; here:
 
 - the allocations that intersect each tensor's usage interval are listed once for all tensors
-  (:func:`viewer.planning.greedy._overlap_lists`: O(n log n + overlapping pairs));
+  (:func:`viewer.planning._overlap.overlap_lists`: O(n log n + overlapping pairs));
 - tensors are placed in *rounds*: a tensor's offset depends only on the tensors before it
   (in allocation order) that it overlaps, so every tensor whose overlapping predecessors are all
   placed can be placed at once, in one vectorised gap search (Kahn's levels of that DAG);
   small rounds are walked in Python;
 - past ten million overlapping pairs, one vectorised mask over the active allocations per
-  tensor (:class:`Arena`).
+  tensor (:class:`Arena`);
+- tensors sorted by first operator (equal sizes), all sizes multiples of the alignment, into
+  an empty arena: one sweep over time with a best-fit gap index (:mod:`viewer.planning._sweep`),
+  no pair lists.
 
 Every path gives the offsets of the straightforward re-statement (one Python walk over every
 active allocation per tensor), which tests/planning/test_litert_fast.py checks.
@@ -24,7 +27,8 @@ import math
 
 import numpy as np
 
-from viewer.planning.greedy import _overlap_lists
+from viewer.planning import _sweep
+from viewer.planning._overlap import overlap_lists as _overlap_lists
 
 #: Candidate allocations above which one tensor's gap search runs in numpy.
 _NUMPY_FIT = 64
@@ -258,7 +262,7 @@ def place_with_lists(arena: Arena, first: np.ndarray, last: np.ndarray, size: np
         Shape (m,), int64: the new tensors in allocation order, usage intervals (operator
         indices, inclusive; never-freed ones end at kNodeNotAssigned) and bytes (> 0).
     alignment : int
-    poll : viewer.planning.greedy._Poll
+    poll : viewer.planning._overlap.Poll
 
     Returns
     -------
@@ -268,6 +272,15 @@ def place_with_lists(arena: Arena, first: np.ndarray, last: np.ndarray, size: np
     """
     s_off, s_size, s_first, s_last = arena.arrays()
     ns, m = len(s_off), len(first)
+    if ns == 0 and not (size % alignment).any() and _sweep.in_time_order(first):
+        # Every size a multiple of the alignment: every end is aligned, and Allocate's rule
+        # is plain best fit, the sweep's gap index. (With unaligned sizes the sweep would have
+        # to walk every live tensor: quadratic when thousands live together.)
+        new = np.array(_sweep.sweep_place(first.tolist(), last.tolist(), size.tolist(),
+                                          int.__add__, poll), dtype=np.int64)
+        srt = np.argsort(new, kind="stable")  # offset order, equal offsets in insertion order
+        arena.set_all(new[srt], size[srt], first[srt], last[srt])
+        return new.tolist()
     all_first = np.concatenate([s_first, first])
     all_last = np.concatenate([s_last, last])
     lists = _overlap_lists(all_first, all_last, poll)

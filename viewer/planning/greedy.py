@@ -23,159 +23,19 @@ every placed buffer per buffer, so 100,000 tensors take about a second.
 from __future__ import annotations
 
 import bisect
-import operator
 
 import numpy as np
 
+from viewer.planning import _sweep
+from viewer.planning._overlap import Poll as _Poll, check_alignment as _check_alignment, overlap_lists as _overlap_lists
+from viewer.planning._overlap import problem_arrays as _problem_arrays
 from viewer.planning.registry import register
 from viewer.planning.types import DEFAULT_ALIGNMENT, Plan, PlanningProblem, align_up, unique_sorted
 
 _PAPER = "Pisarchyk & Lee, arXiv:2001.03288"
-_TFLITE_GPU = "tensorflow/lite/delegates/gpu/common/memory_management/"
-
-
-def _check_alignment(alignment: int) -> int:
-    from viewer.errors import PlanningError
-
-    if not isinstance(alignment, (int, np.integer)) or alignment < 1:
-        raise PlanningError(f"alignment must be a positive integer, not {alignment!r}")
-    return int(alignment)
-
-
-class _Poll:
-    """Polls ``cancelled()`` and reports ``progress()`` every few ms of planner work.
-
-    Work is counted in units of roughly a microsecond (a buffer visited in a Python loop, or a
-    few hundred array elements); once ``budget`` units are spent, :meth:`tick` calls
-    ``cancelled()``, raising :class:`viewer.errors.PlanCancelled` when it returns true, then
-    ``progress(fraction, message)``. No clock is read, so the polling is the same on every
-    machine and in tests.
-    """
-
-    __slots__ = ("cancelled", "progress", "message", "budget", "work")
-
-    def __init__(self, cancelled, progress, message: str, budget: int = 2048):
-        self.cancelled = cancelled
-        self.progress = progress
-        self.message = message
-        self.budget = budget
-        self.work = 0
-
-    def check(self, fraction: float | None = None) -> None:
-        """Poll now: raise PlanCancelled if cancelled, else report ``fraction`` if given."""
-        self.work = 0
-        if self.cancelled is not None and self.cancelled():
-            from viewer.errors import PlanCancelled
-
-            raise PlanCancelled(f"{self.message}: cancelled")
-        if fraction is not None and self.progress is not None:
-            self.progress(min(max(float(fraction), 0.0), 1.0), self.message)
-
-    def tick(self, work: int, fraction: float) -> None:
-        """Count ``work`` units; poll (and report ``fraction``) once the budget is spent."""
-        self.work += work
-        if self.work >= self.budget:
-            self.check(fraction)
-
-    def done(self) -> None:
-        """Last poll; reports 1.0."""
-        self.check(1.0)
-
-
-def _problem_arrays(problem: PlanningProblem, poll: _Poll):
-    """``problem.arrays()`` built 8192 buffers at a time, polling between them.
-
-    Returns
-    -------
-    ids, first, last, size : numpy.ndarray
-        Shape (n,), int64 each.
-    """
-    bufs = problem.buffers
-    out = np.empty((len(bufs), 4), dtype=np.int64)
-    get = operator.attrgetter("id", "first", "last", "size")
-    for s in range(0, len(bufs), 8192):
-        out[s:s + 8192] = list(map(get, bufs[s:s + 8192]))
-        poll.check()
-    return out[:, 0].copy(), out[:, 1].copy(), out[:, 2].copy(), out[:, 3].copy()
-
-
-#: Overlapping pairs above which greedy_by_size scans every placed buffer per buffer instead of
-#: listing the pairs (keeps the lists under ~160 MB; the scan is quadratic but still polled).
-_MAX_PAIRS = 10_000_000
-#: Pairs listed per numpy pass between two polls of ``cancelled()`` (a few ms each).
-_CHUNK = 1 << 17
 #: Candidate lists up to this long are searched in plain Python; longer ones with numpy.
 _SMALL = 48
-
-
-def _overlap_lists(first: np.ndarray, last: np.ndarray, poll: _Poll):
-    """For each buffer ``k``, the buffers ``j < k`` whose usage intervals overlap its own.
-
-    The pairs are listed from the buffers sorted by first operator (position ``p`` overlaps
-    exactly the positions ``p + 1 .. hi[p] - 1`` after it, ``hi`` by ``searchsorted``), then
-    grouped by the later buffer with a counting sort, in chunks of :data:`_CHUNK` pairs so
-    that ``cancelled()`` is polled every few ms.
-
-    Parameters
-    ----------
-    first, last : numpy.ndarray
-        Shape (m,), int64: usage intervals (inclusive operator indices), in placing order.
-    poll : _Poll
-        Polled after every chunk.
-
-    Returns
-    -------
-    (ptr, earlier) or None
-        CSR lists, int64: ``earlier[ptr[k]:ptr[k + 1]]`` are the positions ``j < k`` whose
-        intervals overlap buffer ``k``'s (any order). None when there are more than
-        :data:`_MAX_PAIRS` overlapping pairs.
-    """
-    m = len(first)
-    by_first = np.argsort(first, kind="stable")
-    hi = np.searchsorted(first[by_first], last[by_first], side="right")
-    count = hi - np.arange(m) - 1
-    cum = np.cumsum(count)
-    total = int(cum[-1]) if m else 0
-    if total > _MAX_PAIRS:
-        return None
-    poll.check()
-    chunks = []
-    per_buffer = np.zeros(m, dtype=np.int64)
-    p0 = 0
-    while p0 < m:
-        done = int(cum[p0 - 1]) if p0 else 0
-        p1 = max(int(np.searchsorted(cum, done + _CHUNK, side="right")), p0 + 1)
-        cnt = count[p0:p1]
-        n_pairs = int(cum[p1 - 1]) - done
-        p0, q0 = p1, p0
-        if not n_pairs:
-            continue
-        src = np.repeat(np.arange(q0, p1), cnt)
-        dst = np.arange(n_pairs) - np.repeat(np.cumsum(cnt) - cnt, cnt) + src + 1
-        a, b = by_first[src], by_first[dst]
-        # Sorted (later << 32 | earlier) keys: the chunk grouped by its later buffer.
-        keys = (np.maximum(a, b) << 32) | np.minimum(a, b)
-        keys.sort()
-        chunks.append(keys)
-        per_buffer += np.bincount(keys >> 32, minlength=m)
-        poll.check()
-    ptr = np.zeros(m + 1, dtype=np.int64)
-    np.cumsum(per_buffer, out=ptr[1:])
-    fill = ptr[:-1].copy()
-    earlier = np.empty(total, dtype=np.int64)
-    for s in range(0, total, 8 * _CHUNK):  # touch the pages here, not in one scattered pass
-        earlier[s:s + 8 * _CHUNK] = 0
-        poll.check()
-    while chunks:
-        keys = chunks.pop(0)
-        later = keys >> 32
-        starts = np.flatnonzero(np.concatenate(([True], later[1:] != later[:-1])))
-        sizes = np.diff(np.append(starts, len(keys)))
-        within = np.arange(len(keys)) - np.repeat(starts, sizes)
-        earlier[fill[later] + within] = keys & 0xFFFFFFFF
-        fill[later[starts]] += sizes
-        poll.check()
-    return ptr, earlier
+_TFLITE_GPU = "tensorflow/lite/delegates/gpu/common/memory_management/"
 
 
 def _best_gap(pairs: list[tuple[int, int]], size: int) -> int:
@@ -187,10 +47,15 @@ def _best_gap(pairs: list[tuple[int, int]], size: int) -> int:
     first of them can open a gap, and that gap does not depend on which one it is.
     """
     pairs.sort()
+    return _best_gap_sorted([o for o, _ in pairs], [e for _, e in pairs], size)
+
+
+def _best_gap_sorted(offs: list[int], ends: list[int], size: int) -> int:
+    """:func:`_best_gap` over offsets already ascending and their aligned ends."""
     best_gap = -1
     best = -1
     prev = 0
-    for off, end in pairs:
+    for off, end in zip(offs, ends):
         if off >= prev:
             gap = off - prev
             if gap >= size and (best_gap < 0 or gap < best_gap):
@@ -239,8 +104,10 @@ def plan_greedy_by_size(
 
     The reference walks every placed buffer for every buffer (quadratic). Here the overlapping
     pairs are listed once with numpy (sort by first operator, ``searchsorted`` for the last),
-    so each buffer walks only the placed buffers it overlaps: about O(n log n + pairs). The
-    offsets are the reference's exactly.
+    so each buffer walks only the placed buffers it overlaps: about O(n log n + pairs). When
+    the size order is also time order (equal sizes), one sweep over time keeps the live buffers
+    and their gaps sorted instead (:mod:`viewer.planning._sweep`): O(n log n). The offsets are
+    the reference's exactly.
 
     Parameters
     ----------
@@ -279,6 +146,27 @@ def plan_greedy_by_size(
     m = len(active)
     f_act, l_act = first[active], last[active]
     sizes = size[active].tolist()
+    if _sweep.in_time_order(f_act):  # equal sizes in time order: one sweep, no pair lists
+        # Ends are aligned, so the gap search is plain best fit (the sweep's gap index).
+        off_py = _sweep.sweep_place(f_act.tolist(), l_act.tolist(), sizes,
+                                    lambda o, s: align_up(o + s, alignment), poll)
+    else:
+        off_py = _place_by_lists(f_act, l_act, sizes, alignment, poll)
+    total = max((o + s for o, s in zip(off_py, sizes)), default=0)
+    off_all = np.zeros(len(ids), dtype=np.int64)
+    off_all[active] = off_py
+    # Same key order as the reference: size order, zero-size buffers included.
+    offsets = dict(zip(ids[order].tolist(), off_all[order].tolist()))
+    poll.done()
+    return Plan("greedy_by_size", offsets, total, alignment)
+
+
+def _place_by_lists(f_act: np.ndarray, l_act: np.ndarray, sizes: list[int], alignment: int,
+                    poll: _Poll) -> list[int]:
+    """greedy_by_size's offsets (bytes, in placing order): each buffer's gap search walks the
+    placed buffers its overlap list names (Python for short lists, numpy for long ones), or
+    every placed buffer past :data:`viewer.planning._overlap._MAX_PAIRS` pairs."""
+    m = len(sizes)
     lists = _overlap_lists(f_act, l_act, poll) if m else None
     if lists is not None:
         ptr_np, earlier_np = lists
@@ -287,7 +175,6 @@ def plan_greedy_by_size(
     end_np = np.zeros(m, dtype=np.int64)
     off_py = [0] * m
     end_py = [0] * m
-    total = 0
     for k in range(m):
         s = sizes[k]
         if lists is not None:
@@ -315,15 +202,8 @@ def plan_greedy_by_size(
         end_py[k] = end
         off_np[k] = best
         end_np[k] = end
-        if best + s > total:
-            total = best + s
         poll.tick(work, k / m)
-    off_all = np.zeros(len(ids), dtype=np.int64)
-    off_all[active] = off_py
-    # Same key order as the reference: size order, zero-size buffers included.
-    offsets = dict(zip(ids[order].tolist(), off_all[order].tolist()))
-    poll.done()
-    return Plan("greedy_by_size", offsets, total, alignment)
+    return off_py
 
 
 def _compress_time(first: np.ndarray, last: np.ndarray) -> tuple[np.ndarray, np.ndarray, int]:
@@ -384,7 +264,7 @@ _TRIES = 8
 
 def _adjacency(first: np.ndarray, last: np.ndarray, poll: _Poll):
     """For every tensor, the tensors whose intervals overlap its own, as two CSR lists (those
-    before it and those after it in index order); None past :data:`_MAX_PAIRS` pairs."""
+    before it and those after it in index order); None past :data:`viewer.planning._overlap._MAX_PAIRS` pairs."""
     lists = _overlap_lists(first, last, poll)
     if lists is None:
         return None

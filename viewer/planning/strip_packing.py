@@ -24,7 +24,8 @@ from bisect import bisect_left, bisect_right
 
 import numpy as np
 
-from viewer.planning.greedy import _check_alignment, _Poll, _problem_arrays
+from viewer.planning._overlap import Poll as _Poll, check_alignment as _check_alignment
+from viewer.planning._overlap import problem_arrays as _problem_arrays
 from viewer.planning.registry import register
 from viewer.planning.types import DEFAULT_ALIGNMENT, Plan, PlanningProblem, align_up
 

@@ -117,7 +117,7 @@ def plan_tflm_greedy(problem: PlanningProblem, alignment: int = TFLM_ALIGNMENT, 
     if progress is not None:
         progress(1.0, "tflm_greedy")
     return Plan("tflm_greedy", offsets, arena, _plan_alignment(alignment, offline),
-                stats={"order": [bufs[i].id for i in order]})
+                stats={"order": [bufs[i].id for i in order], "keeps_offline": bool(offline)})
 
 
 @register("tflm_linear", "TFLM linear (LinearMemoryPlanner)",

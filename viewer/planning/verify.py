@@ -17,11 +17,13 @@ def verify_plan(problem: PlanningProblem, plan: Plan) -> None:
     indices) and bytes; ``plan.arena_bytes`` equals max(offset + size); no offset or arena
     beyond 2^62 B (so int64 sums cannot wrap; sizes are capped at 2^53 B upstream).
 
-    One exception, TFLM's: two buffers the model plans offline (``problem.offline``, an
-    ``OfflineMemoryAllocation`` entry) may overlap when the plan keeps both at the model's
+    One exception, TFLM's: in a plan that keeps the model's offline plan (``tflm_greedy``, whose
+    plan says so in ``stats["keeps_offline"]``), two buffers the model plans offline
+    (``problem.offline``, an ``OfflineMemoryAllocation`` entry) may overlap at the model's
     offsets. That is the model's own plan, which TFLM takes as given
     (``GreedyMemoryPlanner::AddBuffer`` with an offline offset; Vela aliases ``scratch`` and
-    ``scratch_fast`` on purpose). Every other buffer must still avoid them.
+    ``scratch_fast`` on purpose). Every other buffer must still avoid them, and a planner that
+    plans every buffer online may not alias them.
 
     Raises
     ------
@@ -72,7 +74,7 @@ def verify_plan(problem: PlanningProblem, plan: Plan) -> None:
 def _kept_offline(problem: PlanningProblem, plan: Plan, ids: np.ndarray) -> np.ndarray | None:
     """Mask of the buffers placed at the model's own offline offsets; None when fewer than two."""
     offline = getattr(problem, "offline", None) or {}
-    if len(offline) < 2:
+    if len(offline) < 2 or not plan.stats.get("keeps_offline"):
         return None
     kept = np.fromiter((int(i) in offline and plan.offsets[int(i)] == offline[int(i)] for i in ids.tolist()),
                        dtype=bool, count=len(ids))

@@ -230,6 +230,12 @@ def _input_tensor(model: Model, sg: Subgraph, key: str | int) -> int:
     raise WhatIfError(f"{model.path}: no input named {key!r}; inputs are {names or 'none'}")
 
 
+def with_shapes(sg: Subgraph, shapes: Mapping[int, tuple[int, ...]]) -> Subgraph:
+    """``sg`` with tensor ``i`` reshaped to ``shapes[i]`` (bytes recomputed), the rest unchanged."""
+    return dataclasses.replace(sg, tensors=tuple(
+        _retensor(t, shapes[t.index]) if t.index in shapes else t for t in sg.tensors))
+
+
 def _retensor(t: Tensor, shape: tuple[int, ...]) -> Tensor:
     shape = tuple(int(d) for d in shape)
     if shape == tuple(t.shape):

@@ -41,8 +41,15 @@ class ModelSummary:
     weights_bytes : int
         File-backed constant buffers.
     widest_op : int
-        Operator index of the widest operator (-1 when the subgraph has none).
+        Operator index of the widest operator of the arena that counts (``arena_bytes``): with
+        the runtime's kernel temporaries when measured, like the arena (-1 when the subgraph
+        has none).
     widest_op_name : str
+    widest_op_bytes : int
+        That operator's breadth, in the same terms (temporaries included when measured).
+    tensors_widest_op : int
+        The widest operator over the model's own tensors (``lower_bound_bytes`` is its breadth).
+    tensors_widest_op_name : str
     notes : tuple of str
     """
 
@@ -57,6 +64,9 @@ class ModelSummary:
     weights_bytes: int
     widest_op: int
     widest_op_name: str
+    widest_op_bytes: int = 0
+    tensors_widest_op: int = -1
+    tensors_widest_op_name: str = ""
     notes: tuple[str, ...] = ()
 
 
@@ -76,14 +86,18 @@ def summarize(path: str, subgraph: int = 0, edits: WhatIfEdits | None = None, *,
     plans = run_planners(tensors_only.problem(), default_planner_names())
     best = best_plan_name(plans)
     w = int(tensors_only.widest_op)
+    counted = fp.analysis if fp.measured else tensors_only  # the analysis behind arena_bytes
+    cw = int(counted.widest_op)
     return ModelSummary(
         path=str(path), naive_bytes=int(tensors_only.naive_bytes),
         lower_bound_bytes=int(tensors_only.lower_bound_bytes), best_planner=best,
         best_plan_bytes=int(plans[best].arena_bytes),
         arena_bytes=int(fp.arena_bytes if fp.measured else plans[best].arena_bytes),
         measured=fp.measured, measured_arena_bytes=fp.measured_arena_bytes,
-        weights_bytes=int(fp.weights_bytes), widest_op=w,
-        widest_op_name=tensors_only.op_name(w) if w >= 0 else "", notes=tuple(fp.notes))
+        weights_bytes=int(fp.weights_bytes), widest_op=cw,
+        widest_op_name=counted.op_name(cw) if cw >= 0 else "",
+        widest_op_bytes=int(counted.lower_bound_bytes), tensors_widest_op=w,
+        tensors_widest_op_name=tensors_only.op_name(w) if w >= 0 else "", notes=tuple(fp.notes))
 
 
 def rankings(rows: list[ModelSummary]) -> dict[str, list[int]]:

@@ -1,8 +1,8 @@
 """Topological operator orders: which operators must run before which, and applying an order.
 
-Every topological order of a subgraph computes the same outputs. :func:`dependencies` gives the
-constraints (data dependencies plus the side-effect chain), :func:`apply_order` checks an order
-against them and renumbers the operators, :func:`moved_operators` names the fewest operators an
+Every topological order of a subgraph computes the same outputs. :func:`predecessors` (or
+:func:`dependencies`, as bit masks) gives the constraints (data dependencies plus the
+side-effect chain), :func:`apply_order` checks an order against them and renumbers the operators, :func:`moved_operators` names the fewest operators an
 order moves. :mod:`viewer.whatif.reorder` searches these orders for the smallest lower bound.
 
 Operators with side effects keep their relative order: resource variables (VAR_HANDLE,
@@ -47,15 +47,16 @@ def has_side_effects(op: Operator, subgraph: Subgraph) -> bool:
     return False
 
 
-def dependencies(subgraph: Subgraph) -> list[int]:
-    """Predecessor bit masks: bit ``i`` of ``deps[j]`` set when operator ``i`` must run before ``j``.
+def predecessors(subgraph: Subgraph) -> list[list[int]]:
+    """Per operator ``j``, the sorted operator indices that must run before it.
 
     Data dependencies (a tensor produced by ``i`` is read by ``j``; also write-after-write when
     two operators write one tensor) plus a chain through the side-effect operators in their
-    original order.
+    original order. Lists, so memory is linear in the edges (bit masks of a 100k-operator
+    chain take n^2/16 bytes).
     """
     ops = subgraph.operators
-    deps = [0] * len(ops)
+    preds: list[set[int]] = [set() for _ in ops]
     writers: dict[int, list[int]] = {}
     for op in ops:
         for t in (*op.outputs, *op.intermediates):
@@ -73,17 +74,29 @@ def dependencies(subgraph: Subgraph) -> list[int]:
                     # Read after write in the file's order; a read before any write (a cycle in
                     # the file) keeps its original position relative to the writer.
                     if i < j:
-                        deps[j] |= 1 << i
+                        preds[j].add(i)
                     else:
-                        deps[i] |= 1 << j
+                        preds[i].add(j)
         for a, b in zip(ws, ws[1:]):
-            deps[b] |= 1 << a
+            preds[b].add(a)
     prev = None
     for op in ops:
         if has_side_effects(op, subgraph):
             if prev is not None:
-                deps[op.index] |= 1 << prev
+                preds[op.index].add(prev)
             prev = op.index
+    return [sorted(p) for p in preds]
+
+
+def dependencies(subgraph: Subgraph) -> list[int]:
+    """Predecessor bit masks: bit ``i`` of ``deps[j]`` set when operator ``i`` must run before ``j``
+    (:func:`predecessors` as masks; for small graphs and tests)."""
+    deps = []
+    for p in predecessors(subgraph):
+        m = 0
+        for i in p:
+            m |= 1 << i
+        deps.append(m)
     return deps
 
 
@@ -115,18 +128,19 @@ def apply_order(subgraph: Subgraph, order: Sequence[int]) -> Subgraph:
         raise WhatIfError(
             f"subgraph {subgraph.index}: operator order must be a permutation of 0..{n - 1}"
         )
-    deps = dependencies(subgraph)
-    done = 0
+    preds = predecessors(subgraph)
+    pos = [0] * n
     for k, o in enumerate(order):
-        missing = deps[o] & ~done
+        pos[o] = k
+    for k, o in enumerate(order):
+        missing = [p for p in preds[o] if pos[p] > k]
         if missing:
-            first = (missing & -missing).bit_length() - 1
+            first = missing[0]
             raise WhatIfError(
                 f"subgraph {subgraph.index}: operator {o} ({subgraph.operators[o].op_name}) placed "
                 f"at position {k}, before operator {first} "
                 f"({subgraph.operators[first].op_name}) that it depends on"
             )
-        done |= 1 << o
     ops = tuple(dataclasses.replace(subgraph.operators[o], index=k) for k, o in enumerate(order))
     return dataclasses.replace(subgraph, operators=ops)
 

@@ -38,6 +38,7 @@ from viewer.whatif.op_order import (  # noqa: F401 (re-exported: imported from h
     SIDE_EFFECT_OPS,
     apply_order,
     dependencies,
+    predecessors,
     has_side_effects,
     moved_count,
     moved_operators,
@@ -102,26 +103,24 @@ class ReorderResult:
 @dataclass
 class _Graph:
     n: int
-    deps: list[int]  # predecessor masks
+    preds: list[list[int]]  # per operator: the operators that must run before it
     succs: list[list[int]]
     base: int  # bytes live throughout (graph inputs)
     extra: list[int]  # per-operator bytes live only while it runs (temporaries)
     # Per operator: buffers it uses, as (buffer id) lists.
     uses: list[list[int]]
     size: list[int]  # per buffer
-    users: list[int]  # per buffer: mask of operators that touch it
+    users: list[tuple[int, ...]]  # per buffer: the operators that touch it
     pinned: list[bool]  # per buffer: never freed once allocated
 
 
 def _build_graph(subgraph: Subgraph, analysis: Analysis) -> _Graph:
     n = len(subgraph.operators)
-    deps = dependencies(subgraph)
+    preds = predecessors(subgraph)
     succs: list[list[int]] = [[] for _ in range(n)]
-    for j, d in enumerate(deps):
-        while d:
-            low = d & -d
-            succs[low.bit_length() - 1].append(j)
-            d ^= low
+    for j, p in enumerate(preds):
+        for i in p:
+            succs[i].append(j)
     base = 0
     extra = [0] * n
     # One buffer per alias root: an in-place alias shares its root's bytes and extends its life.
@@ -136,7 +135,7 @@ def _build_graph(subgraph: Subgraph, analysis: Analysis) -> _Graph:
         root_of[u.tensor] = r
         members.setdefault(r, []).append(u)
     size: list[int] = []
-    users: list[int] = []
+    users: list[tuple[int, ...]] = []
     pinned: list[bool] = []
     uses: list[list[int]] = [[] for _ in range(n)]
     for r, us in members.items():
@@ -145,24 +144,39 @@ def _build_graph(subgraph: Subgraph, analysis: Analysis) -> _Graph:
         if KIND_INPUT in kinds or KIND_VARIABLE in kinds:
             base += root.nbytes  # allocated at operator 0, never freed: same for every order
             continue
-        mask = 0
-        for u in us:
-            for o in (u.producer, *u.consumers):
-                if o is not None and 0 <= o < n:
-                    mask |= 1 << o
-        if not mask:
+        touch = sorted({o for u in us for o in (u.producer, *u.consumers)
+                        if o is not None and 0 <= o < n})
+        if not touch:
             continue
         consumed = any(u.consumers for u in us)
         b = len(size)
         size.append(root.nbytes)
-        users.append(mask)
+        users.append(tuple(touch))
         pinned.append(KIND_OUTPUT in kinds or not consumed)
-        m = mask
-        while m:
-            low = m & -m
-            uses[low.bit_length() - 1].append(b)
-            m ^= low
-    return _Graph(n, deps, succs, base, extra, uses, size, users, pinned)
+        for o in touch:
+            uses[o].append(b)
+    return _Graph(n, preds, succs, base, extra, uses, size, users, pinned)
+
+
+# Sets of executed operators are Python ints (bit o set: operator o ran). Membership is tested
+# with ``s >> o & 1``; the graph's own relations are index lists, so memory stays linear in the
+# graph (only the kept sets are n-bit masks).
+
+
+def _any_in(s: int, ops: Sequence[int]) -> bool:
+    """Some operator of ``ops`` is in the set ``s``."""
+    for o in ops:
+        if s >> o & 1:
+            return True
+    return False
+
+
+def _all_in(s: int, ops: Sequence[int]) -> bool:
+    """Every operator of ``ops`` is in the set ``s``."""
+    for o in ops:
+        if not s >> o & 1:
+            return False
+    return True
 
 
 def _peak_of(g: _Graph, order: Sequence[int]) -> int:
@@ -173,13 +187,13 @@ def _peak_of(g: _Graph, order: Sequence[int]) -> int:
     for o in order:
         alloc = 0
         for b in g.uses[o]:
-            if not g.users[b] & done:
+            if not _any_in(done, g.users[b]):
                 alloc += g.size[b]
         peak = max(peak, live + alloc + g.extra[o])
         done |= 1 << o
         live += alloc
         for b in g.uses[o]:
-            if not g.pinned[b] and not g.users[b] & ~done:
+            if not g.pinned[b] and _all_in(done, g.users[b]):
                 live -= g.size[b]
     return peak
 
@@ -275,8 +289,8 @@ def _search(
     """
     n = g.n
     full = (1 << n) - 1
-    uses, users, size, pinned, extra, succs, deps = (
-        g.uses, g.users, g.size, g.pinned, g.extra, g.succs, g.deps
+    uses, users, size, pinned, extra, succs, preds = (
+        g.uses, g.users, g.size, g.pinned, g.extra, g.succs, g.preds
     )
     poll = poll or _Poll(deadline, cancelled, progress)
     poll.deadline = deadline
@@ -301,13 +315,13 @@ def _search(
             s |= low
             ready ^= low
             for q in succs[o]:
-                if not deps[q] & ~s:
+                if _all_in(s, preds[q]):
                     ready |= 1 << q
             ops.append(o)
 
     ready0 = 0
     for o in range(n):
-        if not deps[o]:
+        if not preds[o]:
             ready0 |= 1 << o
     first_ops: list[int] = []
     s0, ready0, inv0 = close(0, ready0, 0, first_ops)
@@ -352,7 +366,7 @@ def _search(
                     poll.check(fraction, message)
                 alloc = 0
                 for b in uses[o]:
-                    if not users[b] & s:
+                    if not _any_in(s, users[b]):
                         alloc += size[b]
                 step = live + alloc + extra[o]
                 if bound is not None and step > bound:
@@ -362,11 +376,11 @@ def _search(
                 i2 = inv + earlier_unplaced(unplaced, o)
                 live2 = live + alloc
                 for b in uses[o]:
-                    if not pinned[b] and not users[b] & ~s2:
+                    if not pinned[b] and _all_in(s2, users[b]):
                         live2 -= size[b]
                 ready2 = ready ^ low
                 for q in succs[o]:
-                    if not deps[q] & ~s2:
+                    if _all_in(s2, preds[q]):
                         ready2 |= 1 << q
                 ops = [o]
                 if ready2 & free:
@@ -413,10 +427,12 @@ def reorder(
     ----------
     subgraph : Subgraph
     time_limit : float or None
-        Seconds for the whole call (None: no limit): the analysis of the stored order, the
-        search and the check of the order found; the clock is read every :data:`POLL_EVERY`
-        steps, so it holds to a few milliseconds plus the final analysis (the caller's loading
-        and writing come on top). A narrow beam search first gives an
+        Seconds for the search (None: no limit), from the end of the preparation (the analysis
+        of the stored order and the search graph, linear in the graph: ``stats
+        ["prepare_seconds"]``) to the best order found; the clock is read every
+        :data:`POLL_EVERY` steps, so it holds to a few milliseconds. The check of the order
+        found (one analysis, ``stats["check_seconds"]``) and the caller's loading and writing
+        come on top. A narrow beam search first gives an
         upper bound; the exact search gets 60% of what is left; beam search of growing width and
         the fewest-moves pass use the rest. The best order found by then is returned.
     cancelled : callable, optional
@@ -456,9 +472,10 @@ def reorder(
         return ReorderResult(identity, before.lower_bound_bytes, before.lower_bound_bytes, (), True,
                              {"method": "none", "states": 0, "seconds": time.perf_counter() - t0})
     g = _build_graph(subgraph, before)
-    limit = float("inf") if time_limit is None else max(float(time_limit), 0.0)
-    deadline = t0 + limit
     best_peak = _peak_of(g, identity)
+    limit = float("inf") if time_limit is None else max(float(time_limit), 0.0)
+    t_search = time.perf_counter()  # the limit counts the search from here
+    deadline = t_search + limit
     best_order: list[int] = list(identity)
     exact = False
     stats: dict = {"method": "beam", "states": 0, "width": 0}
@@ -468,7 +485,7 @@ def reorder(
         # With a time limit the search ends by the deadline at the latest: the elapsed share of
         # it is a fraction that moves even while one level of a wide graph takes seconds.
         if limit > 0 and math.isfinite(limit):
-            fraction = max(fraction, min((time.perf_counter() - t0) / limit, 0.99))
+            fraction = max(fraction, min((time.perf_counter() - t_search) / limit, 0.99))
         shown[0] = max(shown[0], fraction)
         progress(shown[0], message)
 
@@ -504,7 +521,7 @@ def reorder(
             pass
         # 3. Otherwise beam search of growing width.
         if not exact:
-            beam_deadline = t0 + 0.8 * limit  # leave time for the fewest-moves pass
+            beam_deadline = t_search + 0.8 * limit  # leave time for the fewest-moves pass
             for width in BEAM_WIDTHS[1:]:
                 if time.perf_counter() > beam_deadline:
                     break
@@ -537,6 +554,7 @@ def reorder(
     except _OutOfTime:
         pass
 
+    t_check = time.perf_counter()
     order = tuple(best_order)
     after_lb = before.lower_bound_bytes
     if order != identity:
@@ -547,6 +565,8 @@ def reorder(
             order, after_lb = identity, before.lower_bound_bytes
     if progress is not None:
         progress(1.0, "reordered")
-    stats["seconds"] = time.perf_counter() - t0
+    t_end = time.perf_counter()
+    stats.update(seconds=t_end - t0, prepare_seconds=t_search - t0,
+                 search_seconds=t_check - t_search, check_seconds=t_end - t_check)
     return ReorderResult(order, before.lower_bound_bytes, after_lb, moved_operators(order), exact, stats)
 
