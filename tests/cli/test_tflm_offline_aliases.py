@@ -128,3 +128,13 @@ def test_tflm_abort_is_one_line_and_cannot_tell(capsys):
     assert "TFLM aborted (SIGABRT)" in err and "Traceback" not in err
     rc, out, err = run_cli(capsys, "check", m, "--runtime", "tflm", "--budget", "4MiB")
     assert rc == 3 and "CANNOT TELL" in out and "aborted (SIGABRT)" in out
+
+
+def test_a_whatif_plans_an_offline_planned_model_online(aliased, capsys):
+    """The stored plan fits the stored sizes: resized, every tensor is planned online (kept, the
+    resized tensors would alias: 3,072 B instead of 6,144 B, a falsely small head)."""
+    rc, out, err = run_cli(capsys, "plan", aliased, "--runtime", "tflm", "--input-shape", "1x16x16x3", "--json")
+    assert rc == 0, err
+    r = json.loads(out)
+    assert r["tflm"]["head_bytes"] == 6144 and r["runtimes"]["tflm_head_tensors_only_bytes"] == 6144
+    assert any("under a what-if every tensor is planned online" in n for n in r["notes"])

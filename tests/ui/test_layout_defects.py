@@ -223,3 +223,146 @@ def test_small_png_export_draws_the_rectangles(tmp_path, size):
                  "--height", str(size[1]), "--no-measure"]) == 0
     # Was: the legend's squares over empty axes (a few hundred pixels in tensor colours).
     assert _tensor_pixels(out) > 3000
+
+
+# --- the status bar: one line, elided, the whole text in its tooltip (TFLM too) --------------
+
+
+def test_status_bar_stays_one_elided_line_in_tflm_mode(qtbot, window):  # noqa: F811
+    window.resize(1400, 860)
+    open_and_wait(qtbot, window, shared_model("tfmicro_person_detect_int8.tflite"))
+    shown = []
+    window.view_changed.connect(lambda: shown.append(1))
+    window.runtime_combo.setFocus()
+    qtbot.keyClick(window.runtime_combo, Qt.Key.Key_Down)  # LiteRT -> TFLite Micro
+    qtbot.waitUntil(lambda: bool(shown) and window.document.runtime == "tflm", timeout=60_000)
+    qtbot.wait(20)
+    lab = window.status_label
+    full = lab.text()
+    assert "TFLite Micro" in full and "\n" in full  # the TFLM status has several lines
+    line = lab.fontMetrics().height()
+    assert lab.height() <= line + 6, (lab.height(), line)  # was two lines (42 px)
+    assert window.statusBar().height() <= line + 16
+    assert "\n" not in lab.shown_text() and lab.shown_text().endswith("…")
+    assert lab.toolTip() == full
+
+
+# --- tiling: a sentence, not empty black 0..1 axes, before any search ---------------------------
+
+
+def test_tiling_section_shows_a_placeholder_until_a_search_drew_the_curve(qtbot, window):  # noqa: F811
+    from PySide6.QtWidgets import QDockWidget
+
+    open_and_wait(qtbot, window, shared_model("mobilenet_v2_224_int8.tflite"))
+    window.findChild(QDockWidget, "whatif_dock").raise_()
+    panel = window.tiling.panel
+    window.whatif_scroll.ensureWidgetVisible(panel.plot_stack)
+    qtbot.wait(20)
+    assert not panel.plot.isVisible()  # was: an empty plot with 0..1 axes
+    assert panel.plot_placeholder.isVisible() and "best split" in panel.plot_placeholder.text()
+    assert panel.plot_stack.height() < 120  # no empty plot-sized hole either
+    qtbot.mouseClick(panel.best, Qt.MouseButton.LeftButton)
+    qtbot.waitUntil(lambda: window.tiling.curve is not None, timeout=120_000)
+    qtbot.waitUntil(panel.plot.isVisible, timeout=5000)
+    assert not panel.plot_placeholder.isVisible() and panel.plot.height() >= 150
+
+
+# --- a float16 what-if keeps the kernel temporaries' shapes in the table -------------------------
+
+
+def test_float16_whatif_keeps_the_temporaries_shape_and_says_the_dtype_is_estimated(qtbot, measured_window):
+    from viewer.ui.tensor_table import COLUMNS
+
+    w = measured_window
+    resp = open_and_wait(qtbot, w, shared_model("unet_256.tflite"))
+    big = max((u for u in resp.analysis.usages if u.tensor in resp.analysis.temporaries_ops),
+              key=lambda u: u.nbytes)
+    m = w.table.model
+
+    def cell(t, col):
+        return m.index(m.row_of(t), COLUMNS.index(col)).data()
+
+    assert (cell(big.tensor, "shape"), cell(big.tensor, "dtype")) == ("1x256x256x432", "float32")
+    with qtbot.waitSignal(w.view_changed, timeout=120_000):
+        w.whatif.dtype.setCurrentIndex(w.whatif.dtype.findData("float16"))
+    qtbot.waitUntil(lambda: w.response.request.edits is not None
+                    and w.response.request.shape_source != "inferred", timeout=120_000)
+    a = w.response.analysis
+    assert big.tensor in a.temporaries_ops and a.usage(big.tensor).nbytes == big.nbytes // 2
+    # Was "-" and "-": the shape the runtime measured, and the rescaled dtype, marked estimated.
+    assert cell(big.tensor, "shape") == "1x256x256x432"
+    assert cell(big.tensor, "dtype") == "float16 (estimated)"
+
+
+# --- wrapped labels never break inside a flag or a shape -----------------------------------------
+
+
+def _wrapped_lines(label, width: int) -> list[str]:
+    """The lines a word-wrapped rich-text label lays its text out in at ``width`` px (Qt's
+    own text layout, as QLabel uses it)."""
+    from PySide6.QtGui import QTextDocument
+
+    doc = QTextDocument()
+    doc.setDefaultFont(label.font())
+    doc.setDocumentMargin(0)
+    text = label.text()
+    doc.setHtml(text) if "<" in text else doc.setPlainText(text)
+    doc.setTextWidth(width)
+    doc.documentLayout().documentSize()  # lays the text out
+    lines = []
+    block = doc.begin()
+    while block.isValid():
+        lay = block.layout()
+        for i in range(lay.lineCount()):
+            ln = lay.lineAt(i)
+            lines.append(block.text()[ln.textStart():ln.textStart() + ln.textLength()])
+        block = block.next()
+    return lines
+
+
+def test_cannot_tell_never_wraps_inside_the_flag_or_the_shape(qtbot, window):  # noqa: F811
+    from PySide6.QtWidgets import QDockWidget
+
+    open_and_wait(qtbot, window, shared_model("dyn_hw.tflite"))
+    window.findChild(QDockWidget, "whatif_dock").raise_()
+    panel = window.whatif
+    panel.use_budget.setChecked(True)
+    panel.limit.unit.setCurrentText("MiB")
+    panel.limit.value.setValue(3)
+    qtbot.waitUntil(lambda: "cannot tell" in panel.verdict.text(), timeout=10_000)
+    flag = "--input-shape 1x?x?x3"
+    texts = {"verdict": panel.verdict, "summary": window.side.budget_label}
+    for name, label in texts.items():
+        assert "input-shape" in label.text().replace("\u2060", ""), (name, label.text())
+        for width in range(180, 420, 7):  # wider than the flag itself (~150 px)
+            lines = [ln.replace("\u2060", "").replace("\xa0", " ") for ln in _wrapped_lines(label, width)]
+            assert any(flag in ln for ln in lines), (name, width, lines)
+            for ln in lines:  # a line never ends inside the flag or the shape
+                assert not ln.rstrip().endswith(("--", "give --", "1x?x")), (name, width, lines)
+                assert ln.strip() != "input-shape 1x?x?x3", (name, width, lines)
+
+
+# --- comparing with another model after a what-if says the edit is on one side only ------------
+
+
+def test_compare_with_another_model_after_a_whatif_says_so_and_unticks_the_baseline(qtbot, window):  # noqa: F811
+    window.resize(1600, 1000)
+    open_and_wait(qtbot, window, shared_model("mobilenet_v2_224.tflite"))
+    window.set_compare_visible(True)
+    assert window.compare_action.isChecked()
+    with qtbot.waitSignal(window.view_changed, timeout=60_000):
+        window.whatif.batch.setValue(2)
+    other = shared_model("mobilenet_v2_224_int8.tflite")
+    window.compare_with_model(str(other))
+    cv = window.compare
+    qtbot.waitUntil(lambda: cv.sides() is not None and "other:" in cv.right.chart_plot().title.text(),
+                    timeout=60_000)
+    text = cv.delta_label.text()
+    assert ("the what-if (batch 2) is applied to mobilenet_v2_224.tflite only; "
+            "mobilenet_v2_224_int8.tflite is as stored") in text, text
+    assert cv.isVisible() and not window.compare_action.isChecked()  # was: still ticked
+    # Ticking "Compare with baseline" now compares with the baseline again.
+    window.compare_action.trigger()
+    qtbot.waitUntil(lambda: cv.sides() is not None and "baseline:" in cv.left.chart_plot().title.text(),
+                    timeout=10_000)
+    assert window.document.other is None and window.compare_action.isChecked()

@@ -147,3 +147,39 @@ def test_measured_tflm_view_and_budget_are_checks(qtbot, tmp_path, dialogs_seen)
             w.whatif.verdict.text().startswith("over budget by 1.1 KiB"), w.whatif.verdict.text()
     finally:
         w.runner.shutdown()
+
+
+@pytest.mark.skipif(not __import__("viewer.runtime.tflm_probe", fromlist=["x"]).tflm_available(),
+                    reason="tflite-micro not installed")
+def test_tflm_abort_shows_the_planned_view_with_one_line(qtbot, tmp_path, dialogs_seen):
+    """mobilenet_v2_224_int8 aborts tflite-micro (SIGABRT) in the child: the window stays up,
+    shows TFLM's planned head and says in one line that TFLM aborted (cannot tell)."""
+    w = MainWindow(settings=QSettings(str(tmp_path / "s.ini"), QSettings.Format.IniFormat), measure=True)
+    qtbot.addWidget(w)
+    w.show()
+    try:
+        open_and_wait(qtbot, w, shared_model("mobilenet_v2_224_int8.tflite"))
+        assert _switch_to_tflm(qtbot, w) == [] and dialogs_seen == []
+        assert w.runtime_combo.currentData() == "tflm" and not w.response.footprint.measured
+        text = w.side.measured_label.text()
+        assert "TFLM aborted (SIGABRT)" in text and "scratch and persistent not measured" in text
+        w.whatif.use_budget.setChecked(True)
+        w.whatif.limit.value.setValue(64)  # MiB: the head fits, the tail is unknown
+        assert w.whatif.verdict.text().startswith("cannot tell"), w.whatif.verdict.text()
+    finally:
+        w.runner.shutdown()
+
+
+def test_a_cancelled_switch_puts_the_selector_back(qtbot, window, monkeypatch):
+    from viewer.document import tflm_work
+    from viewer.errors import PlanCancelled
+
+    open_and_wait(qtbot, window, shared_model("tfmicro_hello_world_int8.tflite"))
+
+    def cancel(*a, **k):
+        raise PlanCancelled("cancelled")
+    monkeypatch.setattr(tflm_work, "compute_tflm", cancel)
+    with qtbot.waitSignal(window.work_cancelled, timeout=60_000):
+        window.runtime_combo.setFocus()
+        qtbot.keyClick(window.runtime_combo, Qt.Key.Key_Down)
+    assert window.runtime_combo.currentData() == "litert" == window.document.runtime

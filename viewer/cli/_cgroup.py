@@ -53,7 +53,7 @@ def predicted_total(model_path: str, weights: str, runtime_bytes: int, timeout: 
 
     model = load_model(model_path)
     fp = footprint(model, 0, None, measure=True, timeout=timeout)
-    arena = _counted_arena(fp, "litert")
+    arena = _counted_arena(fp)
     terms = {"arena_bytes": arena, "persistent_bytes": fp.persistent_bytes,
              "other_subgraphs_bytes": fp.other_subgraphs_bytes, "runtime_bytes": runtime_bytes,
              "weights_bytes": model.weights_bytes, "weights_counted": weights == "copied"}

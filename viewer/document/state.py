@@ -436,18 +436,23 @@ class Document:
             self._panel_edits = (dataclasses.replace(applied, tensor_dtypes={})
                                  if applied is not None else WhatIfEdits())
             self.events.emit("edits_restored", applied)
-        shown_rt = self._full.request.runtime if self._full is not None else self.runtime
-        if kind == "open" and shown_rt != self.runtime:
-            # A runtime switch failed: the target goes back to the runtime of what is shown.
-            self.runtime = shown_rt
-            self.events.emit("runtime_changed", shown_rt)
+        self._runtime_back_to_shown(kind)
         shown = " (the previous view stays)" if self._full is not None else ""
         self.events.emit("status", message + shown)
         self.events.emit("failed", kind, message)
 
+    def _runtime_back_to_shown(self, kind: str) -> None:
+        """After a runtime switch failed or was cancelled, the target goes back to the runtime
+        of what is shown (``runtime_changed``), so the selector never names another one."""
+        shown = self._full.request.runtime if self._full is not None else self.runtime
+        if kind == "open" and shown != self.runtime:
+            self.runtime = shown
+            self.events.emit("runtime_changed", shown)
+
     def cancelled(self) -> None:
         """The running work was cancelled (``cancelled(kind)``); nothing changes."""
         kind, self._pending = self._pending or self._last_kind, None
+        self._runtime_back_to_shown(kind)
         what = {"optimize": "Optimize", "reorder": "Reorder"}.get(kind, "Work")
         self.events.emit("status", f"{what} cancelled; the view is unchanged.")
         self.events.emit("cancelled", kind)
@@ -531,21 +536,36 @@ class Document:
             return "No plan to compare."
         name = os.path.basename(resp.model.path)
         what = edits_label(resp.request.edits)
+        if what:  # the edit is this model's: the other is compared as stored
+            note = "; ".join(n for n in (
+                f"the what-if ({what}) is applied to {name} only; "
+                f"{os.path.basename(other.model.path)} is as stored", note) if n)
         return ((mine.analysis, left, f"{name}" + (f" — what-if: {what}" if what else "")),
                 (theirs.analysis, right, f"other: {os.path.basename(other.model.path)}"), note)
 
     def temporary_shapes(self) -> dict[int, tuple[tuple[int, ...], str]]:
-        """Shape and dtype of each kernel temporary the runtime measured (runtime tensor id ->
-        ``(shape, dtype)``), for the shown view; empty when none are shown."""
+        """Shape and dtype of each kernel temporary shown (runtime tensor id -> ``(shape,
+        dtype)``), for the shown view; empty when none are shown.
+
+        Measured: the runtime's own. Under a storage what-if the runtime cannot run, the
+        temporaries are the ones measured at the file's types, rescaled
+        (:mod:`viewer.whatif.footprint`): the measured shape, with the dtype whose element size
+        the rescaled bytes imply, marked "(estimated)"; a temporary whose bytes no longer divide
+        by its shape (shapes changed too) is left out (shown as "-").
+        """
         resp = self.response
-        probe = getattr(resp, "probe", None)
-        if resp is None or not resp.temporaries_shown or probe is None or not getattr(probe, "ok", False):
+        if resp is None or not resp.temporaries_shown:
             return {}
-        out = {}
-        for tp in getattr(probe, "arena_temporaries", ()) or ():
-            rt = probe.tensors[tp.id]
-            out[tp.id] = (tuple(int(d) for d in (rt.shape or ())), str(rt.dtype))
-        return out
+        probe = getattr(resp, "probe", None)
+        if probe is not None and getattr(probe, "ok", False):
+            return {tp.id: (tuple(int(d) for d in (probe.tensors[tp.id].shape or ())),
+                            str(probe.tensors[tp.id].dtype))
+                    for tp in getattr(probe, "arena_temporaries", ()) or ()}
+        fp = getattr(resp, "footprint", None)
+        probe = getattr(fp, "probe", None)
+        if probe is None or not getattr(probe, "ok", False):
+            return {}
+        return _estimated_temporary_shapes(resp.analysis, probe)
 
     def edits_report(self) -> dict | None:
         """The shown edits as the JSON report's ``edits`` object, or None when unedited."""
@@ -558,3 +578,38 @@ class Document:
                 "tensor_dtypes": {str(k): v for k, v in e.tensor_dtypes.items()},
                 "rescale_fixed_sizes": bool(e.rescale_fixed_sizes)}
 
+
+def _estimated_temporary_shapes(analysis, probe) -> dict[int, tuple[tuple[int, ...], str]]:
+    """Rescaled temporaries (:meth:`Document.temporary_shapes`): the shape the runtime measured
+    at the file's types and the dtype of the rescaled element size, "(estimated)"."""
+    import math
+
+    from viewer.model.dtypes import BITS
+
+    sizes: dict[int, list[str]] = {}
+    for name, bits in BITS.items():
+        if bits and bits % 8 == 0:
+            sizes.setdefault(bits // 8, []).append(name)
+    sg = analysis.subgraph
+    out = {}
+    for u in analysis.usages:
+        if u.tensor not in analysis.temporaries_ops or u.tensor >= len(probe.tensors):
+            continue
+        rt = probe.tensors[u.tensor]
+        shape = tuple(int(d) for d in (rt.shape or ()))
+        n = math.prod(shape) if shape else 0
+        if n <= 0 or u.nbytes % n:
+            continue
+        elem = u.nbytes // n
+        if BITS.get(str(rt.dtype), 0) == 8 * elem:
+            out[u.tensor] = (shape, str(rt.dtype))
+            continue
+        # The dtype of its operator's (edited) input with that element size, else any.
+        op = sg.operators[u.first_op] if 0 <= u.first_op < len(sg.operators) else None
+        x = op.inputs[0] if op is not None and op.inputs and op.inputs[0] >= 0 else None
+        given = sg.tensors[x].dtype if x is not None and x < len(sg.tensors) else None
+        names = sizes.get(elem, [])
+        dtype = given if given in names else (names[0] if names else None)
+        if dtype is not None:
+            out[u.tensor] = (shape, f"{dtype} (estimated)")
+    return out

@@ -220,7 +220,7 @@ class _Reader:
             return []
         self.step = "buffers"
         plist = pos.tolist()
-        win = np.frombuffer(b"".join(f.window(p, _WINDOW) for p in plist), dtype=np.uint8).reshape(n, _WINDOW)
+        win = np.frombuffer(f.windows(plist, _WINDOW), dtype=np.uint8).reshape(n, _WINDOW)
         avail = np.minimum(_WINDOW, self.size - pos)
         short = avail < 4
         if short.any():

@@ -12,7 +12,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from PySide6.QtCore import QByteArray, QSettings, QSize, Qt, QTimer, Signal
+from PySide6.QtCore import QByteArray, QSettings, QSignalBlocker, QSize, Qt, QTimer, Signal
 from PySide6.QtWidgets import QDockWidget, QFileDialog, QMainWindow, QStackedWidget, QWidget
 
 from viewer.document import Document
@@ -258,8 +258,12 @@ class MainWindow(QMainWindow):
         return self.recent.files()
 
     def set_compare_visible(self, on: bool) -> None:
-        """Show the compare view (baseline beside the what-if) in place of the chart."""
-        self.compare_action.setChecked(bool(on))
+        """Show the compare view (baseline beside the what-if) in place of the chart; shown
+        while another model is compared, it goes back to the baseline."""
+        with QSignalBlocker(self.compare_action):
+            self.compare_action.setChecked(bool(on))
+        if on and self.document.other is not None:
+            self.document.close_other()  # "Compare with baseline": the baseline, not the other
         self.centre.setCurrentWidget(self.compare if on else self.chart)
         self._update_compare_view()
 
@@ -304,10 +308,14 @@ class MainWindow(QMainWindow):
     def _on_document_other_changed(self, other) -> None:
         """A second model opened (the compare view shows it) or closed (back to the baseline)."""
         window_actions.update_actions(self)
-        if other is not None:
-            self.set_compare_visible(True)
-        else:
-            self._update_compare_view()
+        if other is not None:  # the compare view, showing the other model, not the baseline
+            with QSignalBlocker(self.compare_action):
+                self.compare_action.setChecked(False)
+        else:  # stopped comparing with it: the baseline beside the shown model
+            with QSignalBlocker(self.compare_action):
+                self.compare_action.setChecked(True)
+        self.centre.setCurrentWidget(self.compare)
+        self._update_compare_view()
 
     def _on_document_planner_changed(self, name: str) -> None:
         self.side.set_planner(name, emit=False)

@@ -35,7 +35,7 @@ from viewer.ui.summary_text import (
     reorder_lines,
     tensor_details,
 )
-from viewer.ui.widgets import FocusWheelComboBox, FocusWheelSpinBox, WrapLabel
+from viewer.ui.widgets import FocusWheelComboBox, FocusWheelSpinBox, WrapLabel, keep_together
 from viewer.units import format_bytes
 
 
@@ -379,7 +379,7 @@ class SidePanel(QScrollArea):
                     color = "#1a7f37" if rep.fits else "#c62828"
                     lines.append(f"<b style='color:{color}'>{_html(rep.message)}</b>")
                     lines += [_html(x) for x in rep.lines()]
-        self.budget_label.setText("<br>".join(lines) if lines else "-")
+        self.budget_label.setText(keep_together("<br>".join(lines)) if lines else "-")
         self.budget_box.setVisible(bool(lines))
 
     def _fill_reorder(self) -> None:

@@ -15,7 +15,7 @@ import os
 import time
 
 import pyqtgraph as pg
-from PySide6.QtCore import QObject, Signal
+from PySide6.QtCore import QObject, Qt, Signal
 from PySide6.QtWidgets import (
     QCheckBox,
     QFormLayout,
@@ -23,6 +23,8 @@ from PySide6.QtWidgets import (
     QHBoxLayout,
     QLabel,
     QPushButton,
+    QSizePolicy,
+    QStackedWidget,
     QVBoxLayout,
     QWidget,
 )
@@ -42,6 +44,9 @@ from viewer.ops import NotLocal
 from viewer.ui.widgets import FocusWheelComboBox, FocusWheelSpinBox, WrapLabel
 from viewer.units import format_bytes
 
+#: Shown where the peak-vs-split plot goes until a search drew it.
+PLOT_PLACEHOLDER = ("peak vs split after operator: no curve yet. Press \u201cbest split\u201d "
+                    "to search every split for this grid and draw it here.")
 _COLORS = ["#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e377c2", "#7f7f7f"]
 
 
@@ -106,13 +111,23 @@ class TilingPanel(QGroupBox):
         self.runtime_line = WrapLabel("")
         self.runtime_line.setWordWrap(True)
         outer.addWidget(self.runtime_line)
-        self.plot = pg.PlotWidget()
+        self.plot = pg.PlotWidget(background="w")
         self.plot.setMinimumHeight(150)
         self.plot.setMinimumWidth(120)
         self.plot.setLabel("bottom", "split after operator")
         self.plot.setLabel("left", "peak (MiB)")
         self.plot.addLegend(offset=(-5, 5), labelTextSize="7pt")
-        outer.addWidget(self.plot)
+        # Until a search ran there is no curve: a sentence in place of empty 0..1 axes.
+        self.plot_placeholder = WrapLabel(PLOT_PLACEHOLDER)
+        self.plot_placeholder.setWordWrap(True)
+        self.plot_placeholder.setAlignment(Qt.AlignmentFlag.AlignCenter)
+        self.plot_placeholder.setStyleSheet("color: #666; border: 1px dashed #bbb; padding: 8px;")
+        self.plot_stack = QStackedWidget()
+        self.plot_stack.addWidget(self.plot_placeholder)
+        self.plot_stack.addWidget(self.plot)
+        self.plot_stack.setSizePolicy(QSizePolicy.Policy.Preferred, QSizePolicy.Policy.Maximum)
+        outer.addWidget(self.plot_stack)
+        self.clear_curve()
         self.search_line = WrapLabel("")
         self.search_line.setWordWrap(True)
         outer.addWidget(self.search_line)
@@ -160,7 +175,15 @@ class TilingPanel(QGroupBox):
         self._quiet = False
         self.settings_changed.emit()
 
+    def clear_curve(self) -> None:
+        """No curve: the placeholder sentence in place of the plot."""
+        self.plot.clear()
+        self.plot_stack.setCurrentWidget(self.plot_placeholder)
+        self.plot_stack.setMaximumHeight(self.plot_placeholder.sizeHint().height() + 4)
+
     def show_curve(self, res, current: tuple[int, int] | None = None) -> None:
+        self.plot_stack.setMaximumHeight(16777215)
+        self.plot_stack.setCurrentWidget(self.plot)
         self.plot.clear()
         for n, (g, pts) in enumerate(res.curve.items()):
             if not pts:
@@ -295,7 +318,7 @@ class TilingController(QObject):
         self.panel.set_split_range(max(n - 1, 0), min(12, max(n - 1, 0)))
         self.panel.figures.setText("")
         self.panel.runtime_line.setText("")
-        self.panel.plot.clear()
+        self.panel.clear_curve()
         self.panel.search_line.setText("")
         self._searching = False
         if self.panel.show_tiled.isChecked():

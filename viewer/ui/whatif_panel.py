@@ -23,7 +23,7 @@ from PySide6.QtWidgets import (
 )
 
 from viewer.model.types import Model
-from viewer.ui.widgets import WrapLabel, FocusWheelComboBox, FocusWheelDoubleSpinBox, FocusWheelSpinBox
+from viewer.ui.widgets import FocusWheelComboBox, FocusWheelDoubleSpinBox, FocusWheelSpinBox, WrapLabel, plain_to_html
 from viewer.whatif.apply import ACTIVATION_DTYPES
 from viewer.whatif.budget import WEIGHTS_MODES, BudgetSettings, compare  # noqa: F401 (compare re-exported)
 from viewer.whatif.edits import WhatIfEdits
@@ -376,7 +376,8 @@ class WhatIfPanel(QWidget):
     def set_verdict(self, text: str, fits: bool | None = None) -> None:
         """One line under the budget inputs: green when ``fits``, red when not; hidden when empty."""
         color = "#1a7f37" if fits else "#c62828"
-        self.verdict.setText(text)
+        html = plain_to_html(text)  # a flag or shape in it never breaks across lines
+        self.verdict.setText(html if "white-space" in html else text)
         self.verdict.setStyleSheet(f"color: {color}" if fits is not None else "")
         self.verdict.setVisible(bool(text))
 

@@ -3,6 +3,8 @@ and a one-line label that elides a long text and keeps all of it in its tooltip.
 
 from __future__ import annotations
 
+import re
+
 from PySide6.QtCore import QEvent, QSize, Qt
 from PySide6.QtGui import QFontMetrics
 from PySide6.QtWidgets import QComboBox, QDoubleSpinBox, QFrame, QLabel, QScrollArea, QSizePolicy, QSpinBox, QWidget
@@ -39,40 +41,52 @@ class FocusWheelDoubleSpinBox(_FocusWheel, QDoubleSpinBox):
 class ElidedLabel(QLabel):
     """One line of plain text, elided at the right to the width it has.
 
-    :meth:`text` returns the whole text; the tooltip shows it too (with any long error message
-    readable), and the text is selectable.
+    A text of several lines (a TFLM status: head, LiteRT arena, what was not run) is shown on
+    one line, its lines joined by " — ". :meth:`text` returns the whole text; the tooltip shows
+    it too, as it was given (with any long error message readable), and the text is selectable.
     """
+
+    JOIN = " — "
 
     def __init__(self, text: str = "", parent=None):
         super().__init__(parent)
         self._full = ""
-        self.setSizePolicy(QSizePolicy.Policy.Ignored, QSizePolicy.Policy.Preferred)
+        self.setSizePolicy(QSizePolicy.Policy.Ignored, QSizePolicy.Policy.Fixed)
+        self.setTextFormat(Qt.TextFormat.PlainText)
+        self.setWordWrap(False)
+        self.setFixedHeight(self.fontMetrics().height() + 4)
         self.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
         self.setText(text)
 
     def setText(self, text: str) -> None:  # noqa: N802 (Qt override)
         self._full = str(text)
-        self.setToolTip(self._full if self._elide() != self._full else "")
-        super().setText(self._elide())
+        self._show()
 
     def text(self) -> str:  # noqa: D102
         return self._full
 
     def shown_text(self) -> str:
-        """The text as drawn (elided with "…" when it does not fit)."""
+        """The text as drawn: one line, elided with "…" when it does not fit."""
         return super().text()
 
+    def _one_line(self) -> str:
+        return self.JOIN.join(ln.strip() for ln in self._full.splitlines() if ln.strip())
+
     def _elide(self) -> str:
+        line = self._one_line()
         width = self.width() - 4
         if width <= 0:
-            return self._full
-        return QFontMetrics(self.font()).elidedText(self._full, Qt.TextElideMode.ElideRight, width)
+            return line
+        return QFontMetrics(self.font()).elidedText(line, Qt.TextElideMode.ElideRight, width)
 
-    def resizeEvent(self, event) -> None:  # noqa: N802
-        super().resizeEvent(event)
+    def _show(self) -> None:
         elided = self._elide()
         self.setToolTip(self._full if elided != self._full else "")
         super().setText(elided)
+
+    def resizeEvent(self, event) -> None:  # noqa: N802
+        super().resizeEvent(event)
+        self._show()
 
 
 class WrapLabel(QLabel):
@@ -129,3 +143,34 @@ class VerticalScrollArea(QScrollArea):
         if w is None:
             return hint
         return QSize(w.minimumSizeHint().width() + self.verticalScrollBar().sizeHint().width(), hint.height())
+
+
+#: A command-line flag with its value (``--input-shape 1x?x?x3``, ``--budget 4MiB``), or a
+#: shape (``1x256x256x3``, ``1x?x?x3``): kept on one line when a label wraps.
+_UNBREAKABLE = re.compile(
+    r"--[A-Za-z][\w-]*(?:[ =](?:[\w.:/]+=)?[\w.?]+(?:x[\w.?]+)*)?"
+    r"|(?<![\w-])[\d?]+(?:x[\d?]+)+(?![\w-])")
+
+
+#: U+2060 WORD JOINER: no line break here (Qt breaks after "-" and "?" even in a no-wrap span).
+WORD_JOINER = "\u2060"
+
+
+def keep_together(html_text: str) -> str:
+    """``html_text`` (escaped HTML) with every flag and shape kept on one line: in a no-wrap
+    span, with a word joiner after each "-" and "?" (line-break opportunities to Qt's text
+    layout), so a wrapping label never breaks ``--input-shape 1x?x?x3`` after its "--" or
+    inside the shape. The joiners are invisible; a copied flag carries them (the tooltip and
+    the status bar have the plain text)."""
+    def join(m):
+        token = re.sub(r"([-?x])(?=.)", lambda c: c.group(1) + WORD_JOINER, m.group(0))
+        return f'<span style="white-space:nowrap">{token}</span>'
+
+    return _UNBREAKABLE.sub(join, html_text)
+
+
+def plain_to_html(text: str) -> str:
+    """Plain ``text`` as HTML for a rich-text label: escaped, line breaks kept, flags and
+    shapes kept together (:func:`keep_together`)."""
+    esc = str(text).replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+    return keep_together(esc).replace("\n", "<br>")

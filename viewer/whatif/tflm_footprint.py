@@ -118,6 +118,12 @@ def tflm_footprint(model: Model, *, planner: str = "tflm_greedy", planners=None,
     if ok and not meas.hooks:
         notes.append("scratch buffers not measured (TFLM build without the expected symbols)")
     problem = tflm_problem(model, scratch)
+    if edited and problem.offline:
+        # The stored offline plan was made for the stored sizes: a what-if (a re-export) needs
+        # a new one, so every tensor is planned online (keeping it would alias resized tensors).
+        problem = tflm_problem(model, scratch, offline_offsets=[-1] * problem.tensor_count)
+        notes.append("the model's offline plan (OfflineMemoryAllocation) was made for its stored "
+                     "sizes, so under a what-if every tensor is planned online")
     analysis = analyze_tflm(model, scratch, problem=problem)
     names = list(planners) if planners is not None else default_planner_names(runtime="tflm")
     if planner != "best" and planner not in names:
@@ -179,11 +185,15 @@ def offline_alias_note(problem: TflmProblem) -> str:
     if not pairs:
         return ""
     ids = list(dict.fromkeys(i for pair in pairs for i in pair))
-    names = [problem.names.get(i, f"tensor {i}") for i in ids]
-    shown = ", ".join(names[:6]) + (f" and {len(names) - 6} more" if len(names) > 6 else "")
+    names = [_short(problem.names.get(i, f"tensor {i}")) for i in ids]
+    shown = ", ".join(names[:4]) + (f" and {len(names) - 4} more" if len(names) > 4 else "")
     return (f"the model's offline plan places {shown} over shared bytes while they are live "
-            "together (on purpose: Vela aliases scratch and scratch_fast); TFLM takes that plan "
-            "as given, so tflm_greedy keeps it and the lower bound counts those bytes once")
+            "together (Vela does so on purpose for scratch and scratch_fast); TFLM takes that "
+            "plan as given, so tflm_greedy keeps it and the lower bound counts those bytes once")
+
+
+def _short(name: str, limit: int = 40) -> str:
+    return name if len(name) <= limit else "…" + name[-(limit - 1):]
 
 
 def _measure_offline(model: Model, plan: Plan, problem: TflmProblem, timeout: float):
@@ -276,7 +286,8 @@ def compare_runtimes(fp: TflmFootprint) -> tuple[dict, list[Difference]]:
     g = model.subgraphs[0]
     la = analyze(g, model=model)
     lplan = run_planners(la.problem(), ["litert"])["litert"]
-    p0 = tflm_problem(model, ())
+    # the same offline plan as fp's problem (none under a what-if), tensors only
+    p0 = tflm_problem(model, (), offline_offsets=None if fp.problem.offline else [-1] * fp.problem.tensor_count)
     head0 = run_planners(p0, ["tflm_greedy"], TFLM_ALIGNMENT)["tflm_greedy"].arena_bytes
     end = max((b.last for b in p0.buffers), default=0)
     ins = set(g.inputs)
