@@ -57,7 +57,8 @@ def test_another_planner_is_a_whatif_not_the_verdict(chain, capsys):
     assert rc == 0 and arena_of(out) == 3 * 768 and "with planner litert" in out
     assert ("  what-if: with naive's layout the tensor arena would be 3,072 B (3.0 KiB) [planned: "
             in out) and "used 3,072 B (3.0 KiB), over budget by 72 B" in out
-    assert "  LiteRT does not use that layout (it plans its own arena): the verdict above counts the runtime's" in out
+    assert ("  LiteRT does not use that layout (it plans its own arena, re-stated as litert): the "
+            "verdict above counts that one") in out
 
 
 @pytest.mark.parametrize(

@@ -229,7 +229,8 @@ def test_capacity_fits_names_the_planner_and_exits_0(tmp_path, capsys):
     rc, out, err = run_cli(capsys, "plan-csv", str(p), "--capacity", "12")
     assert rc == 0, err
     assert "optimal" in out  # --capacity adds the exact planner to the default list
-    assert out.splitlines()[-1].startswith("capacity 12 B: fits (greedy_by_size: 12 B in ")
+    # The first planner in display order (viewer/planning/__init__.py: naive, litert, greedy, ...) that fits.
+    assert out.splitlines()[-1].startswith("capacity 12 B: fits (litert: 12 B in ")
 
 
 def test_capacity_below_the_breadth_does_not_fit_exit_1(tmp_path, capsys):

@@ -334,11 +334,13 @@ def _whatif_lines(args, rep) -> list[str]:
     used = args._whatif_used
     head = rep.limit - used
     t = w.arena_term
-    return [f"what-if: with {w.planner}'s layout the tensor arena would be {_b(t.bytes)} "
-            f"[{t.source}: {t.method}], used {_b(used)}, "
-            + (f"headroom {_b(head)}" if head >= 0 else f"over budget by {_b(-head)}"),
-            f"  LiteRT does not use that layout (it plans its own arena): the verdict above "
-            f"counts the runtime's"]
+    first = (f"what-if: with {w.planner}'s layout the tensor arena would be {_b(t.bytes)} "
+             f"[{t.source}: {t.method}], used {_b(used)}, "
+             + (f"headroom {_b(head)}" if head >= 0 else f"over budget by {_b(-head)}"))
+    if w.plan is not None and w.plan.planner == RUNTIME_PLANNER:  # best = litert: the same layout
+        return [first, "  that is the layout LiteRT itself plans (litert): the verdict above counts it"]
+    return [first, "  LiteRT does not use that layout (it plans its own arena, re-stated as litert): "
+                   "the verdict above counts that one"]
 
 
 def _whatif_json(args, rep) -> dict | None:

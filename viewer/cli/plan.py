@@ -11,7 +11,7 @@ from viewer.cli._common import add_edit_args, add_model_args, edits_from_args, k
 from viewer.analysis.types import KIND_TEMPORARY
 from viewer.errors import UsageError, ViewerError
 from viewer.export.paths import check_output_path
-from viewer.export.report import build_report
+from viewer.export.report import build_report, temporaries_raise_text
 from viewer.planning.run import best_plan_name, run_planners
 from viewer.units import format_bytes
 from viewer.whatif.pipeline import prepare
@@ -87,9 +87,9 @@ def run(args: argparse.Namespace) -> int:
     if not args.measure:
         notes.append("kernel temporaries (im2col, scratch) are not included: the runtime's arena "
                      "can be larger; add --measure to run LiteRT and include them")
-        shape_check = _stored_shape_check(prep, edits)
+        shape_check = stored_shape_check(prep, edits)
         if shape_check is not None and not shape_check.ok:
-            notes.append(_shape_note(shape_check, a.subgraph))
+            notes.append(stored_shape_note(shape_check, a.subgraph))
     report = build_report(prep.model, args.subgraph, a, plans, best, notes=tuple(notes),
                           edits=_edits_dict(edits), with_offsets=args.json,
                           with_tables=args.json)
@@ -120,7 +120,7 @@ def run(args: argparse.Namespace) -> int:
     return 0
 
 
-def _stored_shape_check(prep, edits):
+def stored_shape_check(prep, edits):
     """Are the file's shapes those LiteRT computes at prepare? (our shape rules, no runtime).
     None when a shape edit already set the shapes (the runtime's, or marked estimated)."""
     from viewer.model.constants import small_int_constants
@@ -144,7 +144,7 @@ def _computed_lower_bound(prep, check) -> int | None:
     return int(analyze(sg, model=prep.model).lower_bound_bytes)
 
 
-def _shape_note(check, sg) -> str:
+def stored_shape_note(check, sg) -> str:
     def name(t):
         return f"#{t} '{sg.tensors[t].name[:40]}'"
 
@@ -224,8 +224,7 @@ def _print_table(r: dict, a, top: int) -> None:
         largest = f", largest {format_bytes(big['bytes'])} at #{big['op']}" if big else ""
         raise_ = lb - m["tensor_lower_bound_bytes"]
         out(f"  {'kernel temporaries, in all':<28}{_fmt(m['temporaries_bytes'])}  "
-            f"({len(temps)} measured{largest}; they raise the lower bound by "
-            f"{format_bytes(raise_)}: live at different operators, they share bytes)\n")
+            f"({len(temps)} measured{largest}; {temporaries_raise_text(raise_)})\n")
     if r.get("persistent_bytes"):
         out(f"  {'persistent (outside arena)':<28}{_fmt(r['persistent_bytes'])}\n")
     for t in (r.get("footprint") or {}).get("terms", ()):

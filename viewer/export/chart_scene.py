@@ -172,6 +172,16 @@ class ChartPlot:
             return
         fm = QtGui.QFontMetricsF(label.textItem.font())
         room = rect.width() * 0.96 - 2 * LABEL_MARGIN_PX
+        if self.band.isVisible():  # nor over the widest operator's band (it sits on the other side)
+            vb = self.packing.getViewBox()
+            lo, hi = (vb.mapViewToScene(QtCore.QPointF(x, 0)).x() for x in self.widest_band())
+            if rect.left() <= hi and lo <= rect.right():
+                if label.anchors[0][0] >= 0.5:  # right-aligned near the right border
+                    beside = rect.left() + 0.98 * rect.width() - hi - 2 * LABEL_MARGIN_PX
+                else:
+                    beside = lo - rect.left() - 0.02 * rect.width() - 2 * LABEL_MARGIN_PX
+                if beside >= 0.3 * rect.width():  # a band over most of the plot (1 operator): no way round
+                    room = min(room, beside)
         text = next((t for t in self.arena_texts if fm.horizontalAdvance(t) + 6 <= room), self.arena_texts[-1])
         if label.toPlainText() != text:
             label.setText(text)
@@ -419,13 +429,15 @@ def build_chart(data: ChartData, layout: pg.GraphicsLayout, *, legend_cols: int 
                    "fill": pg.mkBrush(255, 255, 255, 210)},
     )
     right_side = frac <= 0.5
-    arena_texts = (
-        f"arena {format_bytes(data.arena_bytes)} ({data.planner})"
-        + (" = lower bound" if same else f": {_gap_text(data)}"),
-        f"arena {format_bytes(data.arena_bytes)}"
-        + (" = lower bound" if same else f": {_gap_text(data).split(' over ')[0]}"),
-        f"arena {format_bytes(data.arena_bytes)}",
-    )
+    # Longest first; place_labels shows the longest that fits beside the band.
+    arena = f"arena {format_bytes(data.arena_bytes)}"
+    gap = _gap_text(data)
+    over = "the aligned lower bound" if "-byte-aligned" in gap else "the lower bound"
+    figure = gap.split(" over the ")[0]
+    arena_texts = ((f"{arena} ({data.planner}) = lower bound", f"{arena} = lower bound", arena)
+                   if same else
+                   (f"{arena} ({data.planner}): {gap}", f"{arena} ({data.planner}): {figure} over {over}",
+                    f"{arena}: {figure} over {over}", f"{arena}: {figure}", arena))
     arena_line = pg.InfiniteLine(
         pos=data.arena_bytes / ys, angle=0, movable=False, pen=_pen(THEME["arena"], 1.5),
         label=arena_texts[0],

@@ -61,9 +61,24 @@ def gap_text(arena_bytes: int, lower_bound_bytes: int, bound_bytes: int, alignme
     digits = 2 if 0 < abs(pct) < 0.1 else 1
     figure = f"{sign}{format_bytes(abs(gap))} ({pct:.{digits}f}%)"
     if bound > lower_bound_bytes:
-        return (f"{figure} over the {int(alignment)}-byte-aligned bound {format_bytes(bound)} "
-                f"(lower bound {format_bytes(int(lower_bound_bytes))})")
+        lb = format_bytes(int(lower_bound_bytes))
+        if format_bytes(bound) == lb:  # "5.3 MiB (lower bound 5.3 MiB)" would read as no bound
+            return (f"{figure} over the {int(alignment)}-byte-aligned bound, "
+                    f"{format_bytes(bound - int(lower_bound_bytes))} above the lower bound {lb}")
+        return f"{figure} over the {int(alignment)}-byte-aligned bound {format_bytes(bound)} (lower bound {lb})"
     return f"{figure} over the lower bound {format_bytes(bound)}"
+
+
+def temporaries_raise_text(raise_bytes: int) -> str:
+    """How much the kernel temporaries raise the lower bound, worded the same in the window's
+    Summary and ``plan --measure``: less than their sum (and possibly than the largest one),
+    since they live at different operators and share bytes."""
+    from viewer.units import format_bytes
+
+    if raise_bytes <= 0:
+        return "they leave the lower bound unchanged: they live at operators narrower than the widest"
+    return (f"they raise the lower bound by {format_bytes(int(raise_bytes))}: live at different "
+            "operators, they share bytes")
 
 
 def persistent_and_reached(model: Model, subgraph_index: int, analysis: Analysis,

@@ -7,7 +7,7 @@ arena, the smallest plan, the reordered operators, the selected tensor, and the 
 
 from __future__ import annotations
 
-from viewer.export.report import gap_bound, gap_pct
+from viewer.export.report import gap_bound, gap_pct, temporaries_raise_text
 from viewer.ui.workers import AnalysisResponse, plan_label
 from viewer.units import format_bytes
 
@@ -59,8 +59,7 @@ def lower_bound_text(resp: AnalysisResponse) -> str:
         f"   {aw.lower_bound_bytes:,} B, {_widest(aw)}",
         temporaries_sum_text(len(temps), sum(u.nbytes for u in temps), largest.nbytes,
                              largest.first_op, aw.op_name(largest.first_op)),
-        f"   they raise the lower bound by {format_bytes(add)}: live at different "
-        f"operators, they share bytes",
+        f"   {temporaries_raise_text(add)}",
     ]
     probe = resp.probe
     if probe is not None and getattr(probe, "ok", False) and probe.arena_bytes:

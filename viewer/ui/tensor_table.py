@@ -172,6 +172,11 @@ class TensorTable(QWidget):
                 self._fitted_for = key
                 self.view.resizeColumnsToContents()
                 self.view.setColumnWidth(1, min(self.view.columnWidth(1), 320))
+            else:  # a what-if can make shape/dtype wider ("float16 (estimated)"): widen only
+                for col in (COLUMNS.index("shape"), COLUMNS.index("dtype")):
+                    need = self.view.sizeHintForColumn(col)
+                    if need > self.view.columnWidth(col):
+                        self.view.setColumnWidth(col, need)
         finally:
             self._syncing = False
         if selected is not None:
