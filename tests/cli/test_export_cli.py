@@ -149,3 +149,21 @@ def test_export_draws_the_footprint_check_counts(tmp_path, capsys):
     assert "130,809,856 B" in stdout and "kernel temporaries included (measured)" in out.read_text()
     assert main(["export", str(p), "-o", str(out), "--force", "--no-measure"]) == 0
     assert "kernel temporaries NOT included" in out.read_text()
+
+
+def test_no_measure_at_wrong_stored_shapes_says_so_on_the_title(tmp_path, capsys):
+    """The file stores its outputs as [1,4] where LiteRT computes [1,8,8,3]: the planned-only
+    chart's title says it is at the file's stored shapes, and a note names the tensor."""
+    from tests.cli.test_plan_cli import _wrong_stored_shapes
+
+    p = write(tmp_path, "wide.tflite", _wrong_stored_shapes())
+    out = tmp_path / "w.svg"
+    rc, _, err = run_cli(capsys, "export", str(p), "-o", str(out), "--no-measure")
+    assert rc == 0, err
+    assert "at the file's stored shapes (LiteRT computes others)" in out.read_text()
+    assert "#1 'o0' [1, 4] -&gt; [1, 8, 8, 3]" not in out.read_text()  # the note goes to stderr
+    assert "2 tensor(s) are stored with other shapes than LiteRT computes at prepare" in err
+    out2 = tmp_path / "c.svg"
+    assert run_cli(capsys, "export", str(write(tmp_path, "c.tflite", add_chain(2))), "-o", str(out2),
+                   "--no-measure")[0] == 0
+    assert "stored shapes" not in out2.read_text()

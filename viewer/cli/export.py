@@ -67,13 +67,19 @@ def _footprint_chart(args, edits):
             suffix = " — kernel temporaries NOT included (the runtime could not measure them)"
         notes = list(fp.notes) + [f"cannot tell: {u}" for u in fp.unknowns]
         return fp.analysis, fp.plan, notes, suffix
+    from viewer.cli.plan import stored_shape_check, stored_shape_note
+
     prep = prepare(args.model, args.subgraph, edits)
     names = None if args.planner is None else [args.planner]
     plans = run_planners(prep.analysis.problem(), names, time_limit=args.time_limit)
     plan = plans[args.planner if args.planner is not None else best_plan_name(plans)]
-    return (prep.analysis, plan, list(prep.notes) + [
-        "planned only (--no-measure): kernel temporaries are not included"],
-        " — tensors only, kernel temporaries NOT included")
+    notes = list(prep.notes) + ["planned only (--no-measure): kernel temporaries are not included"]
+    suffix = " — tensors only, kernel temporaries NOT included"
+    check = stored_shape_check(prep, edits)
+    if check is not None and not check.ok:  # the file's shapes are not the runtime's: say so on the title
+        notes.append(stored_shape_note(check, prep.analysis.subgraph))
+        suffix += ", at the file's stored shapes (LiteRT computes others)"
+    return prep.analysis, plan, notes, suffix
 
 
 def run(args: argparse.Namespace) -> int:

@@ -87,9 +87,9 @@ def run(args: argparse.Namespace) -> int:
     if not args.measure:
         notes.append("kernel temporaries (im2col, scratch) are not included: the runtime's arena "
                      "can be larger; add --measure to run LiteRT and include them")
-        shape_check = _stored_shape_check(prep, edits)
+        shape_check = stored_shape_check(prep, edits)
         if shape_check is not None and not shape_check.ok:
-            notes.append(_shape_note(shape_check, a.subgraph))
+            notes.append(stored_shape_note(shape_check, a.subgraph))
     report = build_report(prep.model, args.subgraph, a, plans, best, notes=tuple(notes),
                           edits=_edits_dict(edits), with_offsets=args.json,
                           with_tables=args.json)
@@ -120,7 +120,7 @@ def run(args: argparse.Namespace) -> int:
     return 0
 
 
-def _stored_shape_check(prep, edits):
+def stored_shape_check(prep, edits):
     """Are the file's shapes those LiteRT computes at prepare? (our shape rules, no runtime).
     None when a shape edit already set the shapes (the runtime's, or marked estimated)."""
     from viewer.model.constants import small_int_constants
@@ -144,7 +144,7 @@ def _computed_lower_bound(prep, check) -> int | None:
     return int(analyze(sg, model=prep.model).lower_bound_bytes)
 
 
-def _shape_note(check, sg) -> str:
+def stored_shape_note(check, sg) -> str:
     def name(t):
         return f"#{t} '{sg.tensors[t].name[:40]}'"
 

@@ -21,6 +21,11 @@ Python wrapper does not expose node temporaries. So the child reads LiteRT's own
   ``SwitchToDelegateContext``). The delegate claims no node and carries
   ``kTfLiteDelegateFlagsAllowDynamicTensors``, so the graph is not re-prepared before the
   callback; the arena is snapshotted before the delegate is applied anyway.
+- For subgraph 0 without a signature the delegate is applied *before* ``allocate_tensors()``
+  and its ``Prepare`` keeps the two functions, which read the nodes after allocation
+  (:func:`viewer.runtime._child_structs._keep_node_functions`): applied after it, LiteRT
+  allocates the whole graph a second time (3 s of CPU at 100k operators). Probe answers are the
+  same on every shared model LiteRT loads, resized and invoked ones included.
 
 Every struct offset is checked against the Python wrapper (tensor count, names, data pointers of
 model tensors); a mismatch is reported as an unsupported LiteRT build, never read further.
@@ -29,168 +34,20 @@ model tensors); a mismatch is reported as an unsupported LiteRT build, never rea
 from __future__ import annotations
 
 import argparse
-import ctypes
 import json
 import os
 import sys
 import time
 import traceback
 
-# --- LiteRT C structs (x86-64 / aarch64 LP64 layout of tflite/core/c/common.h) -----------------
-_VP = ctypes.c_void_p
-_TENSOR_SIZE = 112  # sizeof(TfLiteTensor)
-_T_TYPE, _T_DATA, _T_DIMS, _T_ALLOC, _T_BYTES, _T_NAME, _T_IS_VARIABLE = 0, 8, 16, 32, 40, 56, 77
-_C_TENSORS_SIZE, _C_GET_PLAN, _C_TENSORS, _C_GET_NODE, _C_ACQUIRE, _C_RELEASE = 0, 8, 16, 56, 184, 192
-_N_INPUTS, _N_OUTPUTS, _N_TEMPORARIES = 0, 8, 24
-# TfLiteRegistration: init, free, prepare, invoke, profiling_string, builtin_code, custom_name,
-# version, registration_external, async_kernel, inplace_operator
-_R_BUILTIN_CODE, _R_CUSTOM_NAME, _R_INPLACE = 40, 48, 80
+#: Apply the read-only delegate before allocate_tensors() (see _keep_node_functions).
+_EARLY_DELEGATE = True
 
-ALLOCATION_TYPES = {
-    0: "none",  # kTfLiteMemNone
-    1: "mmap-ro",  # kTfLiteMmapRo: weights mapped from the file
-    2: "arena-rw",  # kTfLiteArenaRw: the tensor arena
-    3: "arena-rw-persistent",  # kTfLiteArenaRwPersistent: the separate persistent arena
-    4: "dynamic",  # kTfLiteDynamic: malloc'd at run time
-    5: "persistent-ro",  # kTfLitePersistentRo: computed once at prepare (heap)
-    6: "custom",  # kTfLiteCustom
-    7: "variant-object",  # kTfLiteVariantObject
-    8: "non-cpu",  # kTfLiteNonCpu
-}
-# TfLiteType -> numpy-style name (tflite/core/c/c_api_types.h)
-TYPES = {
-    0: "none", 1: "float32", 2: "int32", 3: "uint8", 4: "int64", 5: "string", 6: "bool",
-    7: "int16", 8: "complex64", 9: "int8", 10: "float16", 11: "float64", 12: "complex128",
-    13: "uint64", 14: "resource", 15: "variant", 16: "uint32", 17: "uint16", 18: "int4",
-    19: "bfloat16", 20: "int2", 21: "uint4",
-}
-
-_GET_PLAN = ctypes.CFUNCTYPE(ctypes.c_int, _VP, ctypes.POINTER(_VP))
-_GET_NODE = ctypes.CFUNCTYPE(ctypes.c_int, _VP, ctypes.c_int, ctypes.POINTER(_VP), ctypes.POINTER(_VP))
-_ACQUIRE = ctypes.CFUNCTYPE(ctypes.c_int, _VP, ctypes.c_int, ctypes.POINTER(_VP))
-_RELEASE = ctypes.CFUNCTYPE(ctypes.c_int, _VP, ctypes.c_int)
-_PREPARE = ctypes.CFUNCTYPE(ctypes.c_int, _VP, _VP)
-
-
-class _Delegate(ctypes.Structure):
-    # TfLiteDelegate: data_, Prepare, CopyFromBufferHandle, CopyToBufferHandle,
-    # FreeBufferHandle, flags, opaque_delegate_builder
-    _fields_ = [
-        ("data_", _VP), ("Prepare", _PREPARE), ("CopyFromBufferHandle", _VP),
-        ("CopyToBufferHandle", _VP), ("FreeBufferHandle", _VP), ("flags", ctypes.c_int64),
-        ("opaque_delegate_builder", _VP),
-    ]
-
-
-_ALLOW_DYNAMIC_TENSORS = 1  # kTfLiteDelegateFlagsAllowDynamicTensors
-
-
-def _ptr(addr: int) -> int | None:
-    return _VP.from_address(addr).value
-
-
-def _cstr(addr: int | None) -> str | None:
-    return ctypes.c_char_p(addr).value.decode("utf-8", "replace") if addr else None
-
-
-def _int_array(addr: int | None) -> list[int]:
-    if not addr:
-        return []
-    n = ctypes.c_int.from_address(addr).value
-    if n < 0 or n > 1 << 24:
-        raise RuntimeError(f"implausible TfLiteIntArray size {n}")
-    return list((ctypes.c_int * n).from_address(addr + 4))
-
-
-def _read_tensors(ctx: int) -> list[dict]:
-    n = ctypes.c_size_t.from_address(ctx + _C_TENSORS_SIZE).value
-    base = _ptr(ctx + _C_TENSORS)
-    out = []
-    for i in range(n):
-        t = base + _TENSOR_SIZE * i
-        type_code = ctypes.c_int.from_address(t + _T_TYPE).value
-        dims = _ptr(t + _T_DIMS)
-        name = ctypes.c_char_p.from_address(t + _T_NAME).value
-        out.append({
-            "id": i,
-            "name": name.decode("utf-8", "replace") if name else "",
-            "dtype": TYPES.get(type_code, f"type{type_code}"),
-            "shape": _int_array(dims) if dims else None,
-            "bytes": int(ctypes.c_size_t.from_address(t + _T_BYTES).value),
-            "allocation": ALLOCATION_TYPES.get(
-                ctypes.c_int.from_address(t + _T_ALLOC).value, "unknown"),
-            "address": _ptr(t + _T_DATA),
-            "is_variable": bool(ctypes.c_bool.from_address(t + _T_IS_VARIABLE).value),
-        })
-    return out
-
-
-def _read_nodes(ctx: int) -> tuple[list[int], list[dict]]:
-    get_plan = _GET_PLAN(_ptr(ctx + _C_GET_PLAN))
-    get_node = _GET_NODE(_ptr(ctx + _C_GET_NODE))
-    plan_p = _VP()
-    if get_plan(ctx, ctypes.byref(plan_p)) != 0:
-        raise RuntimeError("GetExecutionPlan failed in the delegate context")
-    plan = _int_array(plan_p.value)
-    nodes = []
-    for k in plan:
-        node, reg = _VP(), _VP()
-        if get_node(ctx, k, ctypes.byref(node), ctypes.byref(reg)) != 0 or not node.value:
-            raise RuntimeError(f"GetNodeAndRegistration({k}) failed")
-        nodes.append({
-            "index": k,
-            "builtin_code": ctypes.c_int.from_address(reg.value + _R_BUILTIN_CODE).value,
-            "custom_name": _cstr(_ptr(reg.value + _R_CUSTOM_NAME)),
-            "inplace_operator": int(ctypes.c_uint64.from_address(reg.value + _R_INPLACE).value),
-            "inputs": _int_array(_ptr(node.value + _N_INPUTS)),
-            "outputs": _int_array(_ptr(node.value + _N_OUTPUTS)),
-            "temporaries": _int_array(_ptr(node.value + _N_TEMPORARIES)),
-        })
-    return plan, nodes
-
-
-def _read_via_delegate(interp, subgraph: int) -> dict:
-    """Apply a no-op delegate; in its Prepare read tensors and nodes of ``subgraph``.
-
-    ``Interpreter::ModifyGraphWithDelegate`` calls ``Prepare`` once per subgraph, in index
-    order; only the first call reads, and it reads the wanted subgraph through
-    ``AcquireSubgraphContext`` unless it already is that subgraph's context.
-    """
-    got: dict = {}
-    primary = _ptr(interp._interpreter.interpreter())
-
-    def prepare(ctx, _delegate):
-        if "tensors" in got or "error" in got:
-            return 0
-        try:
-            if subgraph == 0 and ctx == primary:
-                got["plan"], got["nodes"] = _read_nodes(ctx)
-                got["tensors"] = _read_tensors(ctx)
-            else:
-                acquire = _ACQUIRE(_ptr(ctx + _C_ACQUIRE))
-                release = _RELEASE(_ptr(ctx + _C_RELEASE))
-                sub = _VP()
-                if acquire(ctx, subgraph, ctypes.byref(sub)) != 0 or not sub.value:
-                    raise RuntimeError(f"AcquireSubgraphContext({subgraph}) failed")
-                try:
-                    got["plan"], got["nodes"] = _read_nodes(sub.value)
-                    got["tensors"] = _read_tensors(sub.value)
-                finally:
-                    if sub.value != ctx:
-                        release(ctx, subgraph)
-        except Exception as e:  # never let an exception cross into C
-            got["error"] = f"{type(e).__name__}: {e}"
-        return 0  # kTfLiteOk: claim no node
-
-    cb = _PREPARE(prepare)
-    delegate = _Delegate(None, cb, None, None, None, _ALLOW_DYNAMIC_TENSORS, None)
-    got["_keep"] = (cb, delegate)  # the runtime keeps the pointer; keep it alive
-    try:
-        interp._interpreter.ModifyGraphWithDelegate(ctypes.addressof(delegate))
-    except Exception as e:  # the runtime refused the delegate after our read, or before it
-        if "tensors" not in got:
-            got.setdefault("error", " ".join(f"{type(e).__name__}: {e}".split()))
-    return got
+from viewer.runtime._child_proc import _delta, _faults, _mapping_rss, _smaps_rollup, _status  # noqa: F401
+from viewer.runtime._child_structs import (  # noqa: E402,F401  (the C-struct reads)
+    ALLOCATION_TYPES, TYPES, _LayoutError, _keep_node_functions, _ptr, _read_nodes, _read_tensors,
+    _read_via_delegate,
+)
 
 
 def _file_mappings(path: str) -> list[list[int]]:
@@ -407,12 +264,14 @@ def probe(path: str, subgraph: int, input_shapes: dict, invoke: bool | str = "au
         raise ValueError(f"no subgraph {subgraph}; the runtime has {n_sub} (0..{n_sub - 1})")
     sig = _signature_of(interp, subgraph) if subgraph != 0 else None
     io = _file_io(path, subgraph) if subgraph != 0 else None
+    kept = None  # node functions kept from a delegate applied before allocation
     if sig is not None:
         resized = _resize_signature_inputs(interp, subgraph, sig[1], io[0] if io else [],
                                            input_shapes) if input_shapes else []
         interp._interpreter.AllocateTensors(subgraph)
     else:
         resized = _resize_inputs(interp, input_shapes) if input_shapes else []
+        kept = _keep_node_functions(interp) if subgraph == 0 and _EARLY_DELEGATE else None
         interp.allocate_tensors()
     _hook("allocated")
     wrapper = interp._interpreter
@@ -422,10 +281,12 @@ def probe(path: str, subgraph: int, input_shapes: dict, invoke: bool | str = "au
         # A control-flow body: prepared by its caller's kernel, which may release its arena
         # after running it (while.cc); read as prepared.
         invoke = False
+    first_read = None  # the struct read after allocate_tensors(), reused when nothing ran
     if invoke == "auto":
         n_check = n_model if n_model is not None else int(wrapper.NumTensors(subgraph))
         if subgraph == 0:  # the struct read also sees 0-d tensors, which tensor() cannot view
-            pending = [t["id"] for t in _read_tensors(_ptr(wrapper.interpreter()))[:n_check]
+            first_read = _read_tensors(_ptr(wrapper.interpreter()))
+            pending = [t["id"] for t in first_read[:n_check]
                        if t["allocation"] == "arena-rw" and t["bytes"] > 0 and not t["address"]]
         else:
             pending = _unallocated(interp, subgraph, n_check)
@@ -456,7 +317,12 @@ def probe(path: str, subgraph: int, input_shapes: dict, invoke: bool | str = "au
     }
     # Snapshot the primary subgraph's tensors before the read-only delegate touches anything.
     ctx = _ptr(wrapper.interpreter())
-    before = _read_tensors(ctx) if subgraph == 0 else None
+    if subgraph != 0:
+        before = None
+    elif first_read is not None and not invoke:  # nothing ran since that read
+        before = first_read
+    else:
+        before = _read_tensors(ctx)
     if before is not None:
         if len(before) != n_runtime:
             raise _LayoutError(f"TfLiteContext.tensors_size {len(before)} != NumTensors {n_runtime}")
@@ -469,6 +335,15 @@ def probe(path: str, subgraph: int, input_shapes: dict, invoke: bool | str = "au
                 continue
             if py != t["address"] or (t["name"] and t["name"] != wrapper.TensorName(t["id"], 0)):
                 raise _LayoutError(f"tensor {t['id']}: struct read {t['address']:#x}, wrapper {py:#x}")
+    if kept is not None and "functions" in kept and before is not None:
+        try:
+            plan_nodes = _read_nodes(ctx, kept["functions"])
+        except Exception as e:  # fall back to the delegate applied now
+            result["notes"].append(f"node read through the early delegate failed ({e})")
+        else:
+            result["tensors"] = before
+            result["execution_plan"], result["nodes"] = plan_nodes
+            return result
     got = _read_via_delegate(interp, subgraph)
     if "error" in got or "tensors" not in got:
         if before is None:
@@ -488,71 +363,6 @@ def probe(path: str, subgraph: int, input_shapes: dict, invoke: bool | str = "au
     result["tensors"] = before if before is not None else got["tensors"]
     result["nodes"], result["execution_plan"] = got["nodes"], got["plan"]
     return result
-
-
-class _LayoutError(RuntimeError):
-    pass
-
-
-# --- process measurements (Linux /proc; None elsewhere) ---------------------------------------
-
-def _status() -> dict:
-    out = {}
-    try:
-        with open("/proc/self/status") as f:
-            for line in f:
-                k, _, v = line.partition(":")
-                if k in ("VmHWM", "VmRSS", "RssAnon", "RssFile"):
-                    out[k] = int(v.split()[0]) * 1024
-    except OSError:
-        pass
-    return out
-
-
-def _smaps_rollup() -> dict:
-    out = {}
-    try:
-        with open("/proc/self/smaps_rollup") as f:
-            for line in f:
-                k, _, v = line.partition(":")
-                parts = v.split()
-                if len(parts) == 2 and parts[1] == "kB":
-                    out[k.strip()] = int(parts[0]) * 1024
-    except OSError:
-        pass
-    return out
-
-
-def _mapping_rss(path: str) -> int | None:
-    """Rss of every mapping of ``path`` (/proc/self/smaps), in bytes."""
-    real = os.path.realpath(path)
-    total, inside, seen = 0, False, False
-    try:
-        with open("/proc/self/smaps") as f:
-            for line in f:
-                head = line.split(None, 5)
-                if head and "-" in head[0] and len(head) >= 5 and not head[0].endswith(":"):
-                    inside = len(head) == 6 and head[5].strip() == real
-                    seen = seen or inside
-                elif inside and line.startswith("Rss:"):
-                    total += int(line.split()[1]) * 1024
-    except OSError:
-        return None
-    return total if seen else 0
-
-
-def _faults() -> tuple[int, int] | None:
-    """(minor, major) page faults of this process so far; None where getrusage is missing."""
-    try:
-        import resource
-    except ImportError:  # Windows
-        return None
-    ru = resource.getrusage(resource.RUSAGE_SELF)
-    return int(ru.ru_minflt), int(ru.ru_majflt)
-
-
-def _delta(a, b, k: int) -> int | None:
-    return None if a is None or b is None else b[k] - a[k]
 
 
 def _synthetic(d: dict, rng=None):
