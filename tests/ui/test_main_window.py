@@ -770,3 +770,43 @@ def test_reorder_of_a_wide_graph_shows_progress_and_cancel_stops_it(qtbot, windo
         window.cancel_button.click()
     assert blocker.args == ["reorder"] and "cancelled" in window.status_label.text()
     assert window.response.analysis is base.analysis and not window.restore_order_action.isEnabled()
+
+
+def test_recent_entries_with_the_same_name_say_their_folder(qtbot, settings, window, tmp_path):
+    """Two files named alike in different folders: the menu tells them apart, and shows the path."""
+    src = resource_path(DEMO_MODEL).read_bytes()
+    paths = []
+    for sub in ("one", "two"):
+        (tmp_path / sub).mkdir()
+        p = tmp_path / sub / "model.tflite"
+        p.write_bytes(src)
+        paths.append(p)
+        open_and_wait(qtbot, window, p)
+    labels = [x.text() for x in window.recent_menu.actions() if x.data()]
+    assert labels == [f"&1 model.tflite  ({tmp_path / 'two'})", f"&2 model.tflite  ({tmp_path / 'one'})"]
+    assert window.recent_menu.toolTipsVisible()
+    assert [x.toolTip() for x in window.recent_menu.actions() if x.data()] == [str(paths[1]), str(paths[0])]
+
+
+def test_open_dialog_starts_in_the_working_folder_not_the_package_folder(qtbot, settings, window,
+                                                                         tmp_path, monkeypatch):
+    """On the demo (kept inside the installed package) File > Open starts where the user works,
+    and after a model was opened, in that model's folder."""
+    from PySide6.QtWidgets import QFileDialog
+    open_and_wait(qtbot, window, resource_path(DEMO_MODEL))
+    seen = []
+    monkeypatch.setattr(QFileDialog, "getOpenFileName",
+                        staticmethod(lambda parent, title, start, *a: (seen.append(start), ("", ""))[1]))
+    monkeypatch.chdir(tmp_path)
+    window.open_dialog()
+    assert seen[-1] == str(tmp_path)
+    other = tmp_path / "models"
+    other.mkdir()
+    (other / "m.tflite").write_bytes(resource_path(DEMO_MODEL).read_bytes())
+    open_and_wait(qtbot, window, other / "m.tflite")
+    window.open_dialog()
+    assert seen[-1] == str(other)
+    # Back on the demo, the last folder a model came from.
+    open_and_wait(qtbot, window, resource_path(DEMO_MODEL))
+    window.open_dialog()
+    assert seen[-1] == str(other)

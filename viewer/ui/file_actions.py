@@ -208,6 +208,7 @@ class RecentFiles:
                 return  # the demo is always one click away
         except OSError:
             pass
+        self.settings.setValue("last_open_folder", os.path.dirname(path))
         self._store([path] + [p for p in self.files() if p != path])
 
     def drop_failed(self, message: str) -> None:
@@ -226,13 +227,43 @@ class RecentFiles:
 
     def rebuild(self) -> None:
         self.menu.clear()
+        self.menu.setToolTipsVisible(True)
         files = self.files()
+        names = [os.path.basename(p) for p in files]
         for i, p in enumerate(files):
-            a = self.menu.addAction(f"&{i + 1} {os.path.basename(p)}")
+            label = names[i]
+            if names.count(label) > 1:  # same name in other folders: say which folder
+                label = f"{label}  ({_short_folder(p)})"
+            a = self.menu.addAction(f"&{i + 1} {label}")
             a.setToolTip(p)
+            a.setStatusTip(p)
             a.setData(p)
             a.triggered.connect(lambda _=False, p=p: self._open(p))
         if files:
             self.menu.addSeparator()
             self.menu.addAction("Clear list", self.clear)
         self.menu.setEnabled(bool(files))
+
+
+def _short_folder(path: str) -> str:
+    """The folder of ``path``, with the home folder written as ``~``."""
+    folder = os.path.dirname(path)
+    home = str(Path.home())
+    if folder == home or folder.startswith(home + os.sep):
+        folder = "~" + folder[len(home):]
+    return folder
+
+
+def open_dialog_folder(current_path: str | None, settings) -> str:
+    """Where File > Open starts: the current model's folder, or the last folder a model was
+    opened from, or the working folder — never the package's own folder of the demo model."""
+    if current_path:
+        try:
+            if Path(current_path).resolve() != resource_path(DEMO_MODEL).resolve():
+                return os.path.dirname(os.path.abspath(current_path))
+        except OSError:
+            pass
+    last = settings.value("last_open_folder", "") if settings is not None else ""
+    if last and os.path.isdir(str(last)):
+        return str(last)
+    return os.getcwd()

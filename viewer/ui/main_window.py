@@ -10,7 +10,6 @@ results back. Menus live in :mod:`viewer.ui.window_actions`, files in :mod:`view
 from __future__ import annotations
 
 import os
-from pathlib import Path
 
 from PySide6.QtCore import QByteArray, QSettings, QSignalBlocker, QSize, Qt, QTimer, Signal
 from PySide6.QtWidgets import QDockWidget, QFileDialog, QMainWindow, QStackedWidget, QWidget
@@ -180,7 +179,7 @@ class MainWindow(QMainWindow):
 
     def open_dialog(self) -> None:
         resp = self.document.response
-        start = os.path.dirname(resp.model.path) if resp else str(Path.home())
+        start = file_actions.open_dialog_folder(resp.model.path if resp else None, self.settings)
         path, _ = QFileDialog.getOpenFileName(self, "Open model", start, file_actions.MODEL_FILTER)
         if path:
             self.open_model(path)
@@ -188,7 +187,7 @@ class MainWindow(QMainWindow):
     def compare_with_dialog(self) -> None:
         """File > Compare with another model…: the compare view shows it beside this one."""
         resp = self.document.response
-        start = os.path.dirname(resp.model.path) if resp else str(Path.home())
+        start = file_actions.open_dialog_folder(resp.model.path if resp else None, self.settings)
         path, _ = QFileDialog.getOpenFileName(self, "Compare with model", start,
                                               file_actions.MODEL_FILTER)
         if path:
