@@ -11,7 +11,8 @@ starts from the widest section's breadth and tries, each on its own and each tim
 - ``wide``: unclipped windows of 64 and 80 sections;
 - ``cpsat``: OR-Tools CP-SAT on the whole problem in the decision form "fits in the bound?"
   (sizes and capacity divided by the size granularity, fixed x intervals, y interval
-  variables, ``AddNoOverlap2D`` plus the redundant per-section cumulative; 2 workers).
+  variables, ``AddNoOverlap2D`` plus the redundant per-section cumulative, identical buffers
+  ordered in y; 2 workers).
 
 and prints the bound each reached (bytes, x capacity), seconds, and how the subset searches
 ended (feasible / infeasible / timeout). A bound above the breadth is a proof (an exhaustive
@@ -76,6 +77,13 @@ def _cp_sat(s, e, z, bound, g, seconds):
         xs.append(m.new_fixed_size_interval_var(int(a[j]), int(b[j] - a[j]), f"xi{j}"))
     m.add_no_overlap_2d(xs, ys)
     m.add_cumulative(xs, [int(v) for v in zz], cap)  # redundant (the load), helps propagation
+    # Symmetry: identical buffers (same interval and size) keep their order in y.
+    last: dict[tuple, int] = {}
+    for j in range(len(zz)):
+        key = (int(a[j]), int(b[j]), int(zz[j]))
+        if key in last:
+            m.add(ys[last[key]].start_expr() + int(zz[j]) <= ys[j].start_expr())
+        last[key] = j
     solver = cp_model.CpSolver()
     solver.parameters.max_time_in_seconds = float(seconds)
     solver.parameters.num_workers = 2
