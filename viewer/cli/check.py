@@ -31,7 +31,7 @@ from viewer.cli._edits import add_edit_args, edit_notes, edits_from_args
 from viewer.errors import UsageError
 from viewer.model.reader import load_model
 from viewer.planning.registry import get_planner
-from viewer.units import format_bytes, parse_size
+from viewer.units import SIZE_SYNTAX, format_bytes, parse_size
 from viewer.whatif.budget import WEIGHTS_MODES, fixed_bytes
 from viewer.whatif.footprint import SOURCE_ESTIMATED, SOURCE_MEASURED, Term, footprint, signature_keys
 from viewer.whatif.verdict import (EXIT_CODES, VERDICT_CANNOT_TELL, VERDICT_DOES_NOT_FIT, VERDICT_FITS, batch_growth,
@@ -57,7 +57,7 @@ def add_parser(sub) -> None:
         "fits, 1 when not.",
     )
     add_model_args(p)
-    p.add_argument("--budget", required=True, metavar="SIZE", help="device limit, e.g. 4MiB, 512KB, 1.5GiB")
+    p.add_argument("--budget", required=True, metavar="SIZE", help=f"device limit in {SIZE_SYNTAX}")
     p.add_argument("--planner", default="litert", metavar="NAME",
                    help="also print what the arena would be with this planner's layout, as a "
                         "what-if: best (the smallest non-exact plan) or one of: "
@@ -71,7 +71,7 @@ def add_parser(sub) -> None:
     p.add_argument("--timeout", type=float, default=120.0, metavar="S",
                    help="seconds before the LiteRT process is killed (default 120)")
     p.add_argument("--runtime-overhead", default="0", metavar="SIZE",
-                   help="runtime overhead estimate added to the sum (default 0)")
+                   help=f"runtime overhead estimate added to the sum (default 0), in {SIZE_SYNTAX}")
     p.add_argument("--weights", choices=WEIGHTS_MODES, default=None,
                    help="copied: weights count against the budget (default for litert); mapped: "
                         "file-backed page cache (or flash, the default for --runtime tflm), shown "
