@@ -122,3 +122,31 @@ def test_numbers_fit_after_a_resolution_whatif_and_never_lose_their_head(qtbot, 
     texts = [_cell_shown(view, r, c) for r in range(view.model().rowCount())]
     long = [(t, p) for t, p in texts if p != t]
     assert long and all(not p.startswith("…") and t.startswith(p.rstrip("…")) for t, p in long), long
+
+
+# --- #18: Analysis > Measure with the LiteRT runtime ----------------------------------------------
+
+
+def test_measure_toggle_re_analyses_at_once(qtbot, settings):  # noqa: F811
+    from viewer.ui.main_window import MainWindow
+
+    w = MainWindow(settings=settings, measure=True)
+    qtbot.addWidget(w)
+    w.show()
+    try:
+        resp = open_and_wait(qtbot, w, shared_model("mlperftiny_kws_dscnn_int8.tflite"))
+        assert resp.probe is not None
+        before = w.side.measured_label.text()
+        assert "measurement is off" not in before
+        assert w.measure_action.isChecked()
+        with qtbot.waitSignal(w.view_changed, timeout=60_000):
+            w.measure_action.trigger()  # what the menu item does
+        assert not w.measure_action.isChecked() and w.response.probe is None
+        assert "measurement is off" in w.side.measured_label.text(), w.side.measured_label.text()
+        with qtbot.waitSignal(w.view_changed, timeout=60_000):
+            w.measure_action.trigger()
+        assert w.response.probe is not None
+        assert "measurement is off" not in w.side.measured_label.text()
+    finally:
+        w.runner.shutdown()
+        w.tiling.shutdown()
