@@ -150,3 +150,38 @@ def test_measure_toggle_re_analyses_at_once(qtbot, settings):  # noqa: F811
     finally:
         w.runner.shutdown()
         w.tiling.shutdown()
+
+
+# --- #16: clicking the breadth curve -------------------------------------------------------------
+
+
+def _breadth_point(chart, x: float):
+    from PySide6.QtCore import QPointF
+
+    vb = chart.chart_plot().breadth.getViewBox()
+    y = float(sum(vb.viewRange()[1]) / 2)
+    return chart.view.mapFromScene(vb.mapViewToScene(QPointF(x, y)))
+
+
+def _in_view(scroll, widget) -> bool:
+    """``widget`` (inside ``scroll``'s contents) has its top line on screen."""
+    top = widget.mapTo(scroll.widget(), widget.rect().topLeft()).y() - scroll.verticalScrollBar().value()
+    return 0 <= top and top + widget.fontMetrics().height() <= scroll.viewport().height()
+
+
+def test_breadth_click_scrolls_to_the_profile_and_marks_the_operator(qtbot, window):
+    w = window
+    open_and_wait(qtbot, w, shared_model("mobilenet_v2_224_int8.tflite"))
+    side = w.side
+    qtbot.wait(200)  # the resize's re-layout of the chart
+    assert w.chart.chart_plot().breadth_shown
+    side.verticalScrollBar().setValue(0)
+    assert not _in_view(side, side.profile_label), "needs a Summary taller than its dock"
+    w.findChild(QDockWidget, "whatif_dock").raise_()  # even with the What if tab in front
+    qtbot.mouseClick(w.chart.view.viewport(), Qt.MouseButton.LeftButton, pos=_breadth_point(w.chart, 20.5))
+    assert side.profile_label.text().startswith("#20 ")
+    qtbot.waitUntil(lambda: side.isVisible() and _in_view(side, side.profile_label), timeout=2_000)
+    # The clicked operator is marked on the chart: its column outlined in both plots.
+    assert w.chart.marked_operator == 20
+    marks = [it for _, it in w.chart._overlays if it.opts.get("x0") is not None and list(it.opts["x0"]) == [20.0]]
+    assert len(marks) == 2
