@@ -286,8 +286,14 @@ class MainWindow(QMainWindow):
         self.runner.submit(request, fn)
 
     def _on_document_model_changed(self, resp: AnalysisResponse) -> None:
+        """A new model (or subgraph): its what-ifs start afresh, as the edit controls do; the
+        search filter and a comparison with another model end (they were about the old one)."""
         self.whatif.set_model(resp.model, resp.request.subgraph)
         self.recent.add(resp.model.path)
+        self.table.search.clear()
+        if self.document.other is not None:
+            self.document.close_other()
+            self.set_compare_visible(False)
 
     def _on_document_shown(self) -> None:
         doc = self.document
