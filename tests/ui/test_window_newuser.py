@@ -77,3 +77,76 @@ def test_open_ends_the_model_comparison_and_the_toggle_tells_the_truth(qtbot, wi
     assert w.document.other is None
     assert w.centre.currentWidget() is w.chart  # the new model alone, not beside the old other
     assert not button.isChecked() and not w.close_compare_model_action.isEnabled()
+
+
+# --- #11: numbers in the Tensors table after a what-if -------------------------------------------
+
+
+def _cell_shown(view, row: int, col: int) -> tuple[str, str]:
+    """(the cell's text, what is painted in its width) with the delegate's own options."""
+    from PySide6.QtGui import QFontMetrics
+    from PySide6.QtWidgets import QStyleOptionViewItem
+
+    idx = view.model().index(row, col)
+    opt = QStyleOptionViewItem()
+    view.initViewItemOption(opt)
+    view.itemDelegateForIndex(idx).initStyleOption(opt, idx)
+    width = view.columnWidth(col) - 2 * (view.style().pixelMetric(view.style().PixelMetric.PM_FocusFrameHMargin) + 1)
+    return opt.text, QFontMetrics(opt.font).elidedText(opt.text, opt.textElideMode, width)
+
+
+def test_numbers_fit_after_a_resolution_whatif_and_never_lose_their_head(qtbot, window):
+    from viewer.ui.tensor_table import COLUMNS
+
+    w = window
+    open_and_wait(qtbot, w, shared_model("dyn_hw.tflite"))
+    w.findChild(QDockWidget, "whatif_dock").raise_()
+    (ed,) = [e for e in w.whatif.input_editors() if e.is_image]
+    shown = []
+    w.view_changed.connect(lambda: shown.append(1))
+    ed.h.setFocus()
+    ed.h.lineEdit().selectAll()
+    qtbot.keyClicks(ed.h.lineEdit(), "512")
+    qtbot.keyClick(ed.h.lineEdit(), Qt.Key.Key_Return)
+    qtbot.waitUntil(lambda: w.document.edits is not None and w.document.edits.input_shapes
+                    and w.runner.busy is False and bool(shown), timeout=120_000)
+    view = w.table.view
+    for col in ("shape", "bytes", "offset"):
+        c = COLUMNS.index(col)
+        for row in range(view.model().rowCount()):
+            text, painted = _cell_shown(view, row, c)
+            assert painted == text, (col, text, painted)  # re-fitted: nothing elided
+    # A numeric column narrowed by the user loses its tail, never its head.
+    c = COLUMNS.index("offset")
+    view.setColumnWidth(c, 30)
+    texts = [_cell_shown(view, r, c) for r in range(view.model().rowCount())]
+    long = [(t, p) for t, p in texts if p != t]
+    assert long and all(not p.startswith("…") and t.startswith(p.rstrip("…")) for t, p in long), long
+
+
+# --- #18: Analysis > Measure with the LiteRT runtime ----------------------------------------------
+
+
+def test_measure_toggle_re_analyses_at_once(qtbot, settings):  # noqa: F811
+    from viewer.ui.main_window import MainWindow
+
+    w = MainWindow(settings=settings, measure=True)
+    qtbot.addWidget(w)
+    w.show()
+    try:
+        resp = open_and_wait(qtbot, w, shared_model("mlperftiny_kws_dscnn_int8.tflite"))
+        assert resp.probe is not None
+        before = w.side.measured_label.text()
+        assert "measurement is off" not in before
+        assert w.measure_action.isChecked()
+        with qtbot.waitSignal(w.view_changed, timeout=60_000):
+            w.measure_action.trigger()  # what the menu item does
+        assert not w.measure_action.isChecked() and w.response.probe is None
+        assert "measurement is off" in w.side.measured_label.text(), w.side.measured_label.text()
+        with qtbot.waitSignal(w.view_changed, timeout=60_000):
+            w.measure_action.trigger()
+        assert w.response.probe is not None
+        assert "measurement is off" not in w.side.measured_label.text()
+    finally:
+        w.runner.shutdown()
+        w.tiling.shutdown()

@@ -221,7 +221,8 @@ class MainWindow(QMainWindow):
         self.document.set_with_temporaries(on)
 
     def set_measure(self, on: bool) -> None:
-        self.document.measure = bool(on)
+        """Analysis > Measure with the LiteRT runtime: the open model is re-analysed at once."""
+        self.document.set_measure(on)
         self.settings.setValue("measure", "true" if on else "false")
 
     def cancel(self) -> None:
