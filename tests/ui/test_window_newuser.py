@@ -77,3 +77,111 @@ def test_open_ends_the_model_comparison_and_the_toggle_tells_the_truth(qtbot, wi
     assert w.document.other is None
     assert w.centre.currentWidget() is w.chart  # the new model alone, not beside the old other
     assert not button.isChecked() and not w.close_compare_model_action.isEnabled()
+
+
+# --- #11: numbers in the Tensors table after a what-if -------------------------------------------
+
+
+def _cell_shown(view, row: int, col: int) -> tuple[str, str]:
+    """(the cell's text, what is painted in its width) with the delegate's own options."""
+    from PySide6.QtGui import QFontMetrics
+    from PySide6.QtWidgets import QStyleOptionViewItem
+
+    idx = view.model().index(row, col)
+    opt = QStyleOptionViewItem()
+    view.initViewItemOption(opt)
+    view.itemDelegateForIndex(idx).initStyleOption(opt, idx)
+    width = view.columnWidth(col) - 2 * (view.style().pixelMetric(view.style().PixelMetric.PM_FocusFrameHMargin) + 1)
+    return opt.text, QFontMetrics(opt.font).elidedText(opt.text, opt.textElideMode, width)
+
+
+def test_numbers_fit_after_a_resolution_whatif_and_never_lose_their_head(qtbot, window):
+    from viewer.ui.tensor_table import COLUMNS
+
+    w = window
+    open_and_wait(qtbot, w, shared_model("dyn_hw.tflite"))
+    w.findChild(QDockWidget, "whatif_dock").raise_()
+    (ed,) = [e for e in w.whatif.input_editors() if e.is_image]
+    shown = []
+    w.view_changed.connect(lambda: shown.append(1))
+    ed.h.setFocus()
+    ed.h.lineEdit().selectAll()
+    qtbot.keyClicks(ed.h.lineEdit(), "512")
+    qtbot.keyClick(ed.h.lineEdit(), Qt.Key.Key_Return)
+    qtbot.waitUntil(lambda: w.document.edits is not None and w.document.edits.input_shapes
+                    and w.runner.busy is False and bool(shown), timeout=120_000)
+    view = w.table.view
+    for col in ("shape", "bytes", "offset"):
+        c = COLUMNS.index(col)
+        for row in range(view.model().rowCount()):
+            text, painted = _cell_shown(view, row, c)
+            assert painted == text, (col, text, painted)  # re-fitted: nothing elided
+    # A numeric column narrowed by the user loses its tail, never its head.
+    c = COLUMNS.index("offset")
+    view.setColumnWidth(c, 30)
+    texts = [_cell_shown(view, r, c) for r in range(view.model().rowCount())]
+    long = [(t, p) for t, p in texts if p != t]
+    assert long and all(not p.startswith("…") and t.startswith(p.rstrip("…")) for t, p in long), long
+
+
+# --- #18: Analysis > Measure with the LiteRT runtime ----------------------------------------------
+
+
+def test_measure_toggle_re_analyses_at_once(qtbot, settings):  # noqa: F811
+    from viewer.ui.main_window import MainWindow
+
+    w = MainWindow(settings=settings, measure=True)
+    qtbot.addWidget(w)
+    w.show()
+    try:
+        resp = open_and_wait(qtbot, w, shared_model("mlperftiny_kws_dscnn_int8.tflite"))
+        assert resp.probe is not None
+        before = w.side.measured_label.text()
+        assert "measurement is off" not in before
+        assert w.measure_action.isChecked()
+        with qtbot.waitSignal(w.view_changed, timeout=60_000):
+            w.measure_action.trigger()  # what the menu item does
+        assert not w.measure_action.isChecked() and w.response.probe is None
+        assert "measurement is off" in w.side.measured_label.text(), w.side.measured_label.text()
+        with qtbot.waitSignal(w.view_changed, timeout=60_000):
+            w.measure_action.trigger()
+        assert w.response.probe is not None
+        assert "measurement is off" not in w.side.measured_label.text()
+    finally:
+        w.runner.shutdown()
+        w.tiling.shutdown()
+
+
+# --- #16: clicking the breadth curve -------------------------------------------------------------
+
+
+def _breadth_point(chart, x: float):
+    from PySide6.QtCore import QPointF
+
+    vb = chart.chart_plot().breadth.getViewBox()
+    y = float(sum(vb.viewRange()[1]) / 2)
+    return chart.view.mapFromScene(vb.mapViewToScene(QPointF(x, y)))
+
+
+def _in_view(scroll, widget) -> bool:
+    """``widget`` (inside ``scroll``'s contents) has its top line on screen."""
+    top = widget.mapTo(scroll.widget(), widget.rect().topLeft()).y() - scroll.verticalScrollBar().value()
+    return 0 <= top and top + widget.fontMetrics().height() <= scroll.viewport().height()
+
+
+def test_breadth_click_scrolls_to_the_profile_and_marks_the_operator(qtbot, window):
+    w = window
+    open_and_wait(qtbot, w, shared_model("mobilenet_v2_224_int8.tflite"))
+    side = w.side
+    qtbot.wait(200)  # the resize's re-layout of the chart
+    assert w.chart.chart_plot().breadth_shown
+    side.verticalScrollBar().setValue(0)
+    assert not _in_view(side, side.profile_label), "needs a Summary taller than its dock"
+    w.findChild(QDockWidget, "whatif_dock").raise_()  # even with the What if tab in front
+    qtbot.mouseClick(w.chart.view.viewport(), Qt.MouseButton.LeftButton, pos=_breadth_point(w.chart, 20.5))
+    assert side.profile_label.text().startswith("#20 ")
+    qtbot.waitUntil(lambda: side.isVisible() and _in_view(side, side.profile_label), timeout=2_000)
+    # The clicked operator is marked on the chart: its column outlined in both plots.
+    assert w.chart.marked_operator == 20
+    marks = [it for _, it in w.chart._overlays if it.opts.get("x0") is not None and list(it.opts["x0"]) == [20.0]]
+    assert len(marks) == 2
