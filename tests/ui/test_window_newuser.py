@@ -185,3 +185,28 @@ def test_breadth_click_scrolls_to_the_profile_and_marks_the_operator(qtbot, wind
     assert w.chart.marked_operator == 20
     marks = [it for _, it in w.chart._overlays if it.opts.get("x0") is not None and list(it.opts["x0"]) == [20.0]]
     assert len(marks) == 2
+
+
+# --- #22: the widest-operator band of a 1-operator graph -----------------------------------------
+
+
+def test_one_operator_graph_band_tints_nothing(qtbot, window):
+    from PySide6.QtGui import QColor
+
+    from viewer.export.chart_scene import THEME
+
+    w = window
+    resp = open_and_wait(qtbot, w, shared_model("tfmicro_person_detect_vela.tflite"))
+    assert resp.analysis.num_ops == 1
+    qtbot.wait(100)
+    chart = w.chart
+    assert chart.widest_band() == (0.0, 1.0)  # the band spans the whole plot ...
+    image = chart.view.grab().toImage()
+    arena = chart.chart_data().arena_bytes
+    # ... but the plot's background above the rectangles is not tinted (only the edges mark it)
+    p = chart.view.mapFromScene(chart.scene_pos_of(0.5, arena * 1.04))
+    assert QColor(image.pixel(p)).getRgb()[:3] == tuple(THEME["background"][:3]), QColor(image.pixel(p)).getRgb()
+    # ... and the graph input's rectangle shows its own colour.
+    rect = chart.view.mapFromScene(chart.scene_pos_of(0.5, arena * 0.5))
+    before = QColor(image.pixel(rect)).getRgb()[:3]
+    assert before != tuple(THEME["band"][:3])
