@@ -141,7 +141,7 @@ class MainWindow(QMainWindow):
         self.whatif.budget_changed.connect(self._update_budget_verdict)
         self.chart.tensor_selected.connect(doc.select)
         self.chart.tensor_dtype_requested.connect(doc.set_tensor_dtype)
-        self.chart.operator_clicked.connect(self.side.show_operator)
+        self.chart.operator_clicked.connect(self._on_chart_operator_clicked)
         self.table.tensor_selected.connect(doc.select)
         self.side.tensor_selected.connect(doc.select)
         self.side.planner_changed.connect(doc.set_planner)
@@ -330,6 +330,17 @@ class MainWindow(QMainWindow):
         self._update_compare_view()
         p = self.document.response.plans[name]
         self.status_label.setText(f"{plan_label(name)}: arena {p.arena_bytes:,} bytes")
+
+    def _on_chart_operator_clicked(self, op: int) -> None:
+        """The operator's profile, brought into view: the Summary in front, scrolled to it."""
+        self.side.show_operator(op)
+        self.findChild(QDockWidget, "side_dock").raise_()
+        QTimer.singleShot(0, self._scroll_to_profile)  # once the table's new rows are laid out
+        self._scroll_to_profile()
+
+    def _scroll_to_profile(self) -> None:
+        self.side.ensureWidgetVisible(self.side.profile_table, 0, 0)
+        self.side.ensureWidgetVisible(self.side.profile_box, 0, 0)
 
     def _on_document_selection_changed(self, tensor: int | None) -> None:
         self.chart.select_tensor(tensor)
