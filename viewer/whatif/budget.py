@@ -93,7 +93,7 @@ class BudgetReport:
         if self.other_subgraphs_bytes:
             out.append(f"+ other subgraphs' arenas (control flow): {f(self.other_subgraphs_bytes)}")
         out += [
-            f"+ runtime overhead (given, not measured: `check` measures it): {f(self.runtime_bytes)}",
+            f"+ runtime overhead (given here, not measured; check measures it): {f(self.runtime_bytes)}",
             (f"+ weights (copied, counted): {f(self.weights_bytes)}" if self.weights_counted else
              f"  weights (mapped: page cache, reclaimable, not counted): {f(self.weights_bytes)}"),
             f"= used: {f(self.used_bytes)} of {f(self.limit_bytes)}",
