@@ -37,7 +37,7 @@ from viewer.units import SIZE_SYNTAX, format_bytes, parse_size
 from viewer.whatif.budget import WEIGHTS_MODES, fixed_bytes
 from viewer.whatif.footprint import SOURCE_ESTIMATED, SOURCE_MEASURED, Term, footprint, signature_keys
 from viewer.whatif.verdict import (EXIT_CODES, VERDICT_CANNOT_TELL, VERDICT_DOES_NOT_FIT, VERDICT_FITS, batch_growth,
-                                   BatchGrowth, budget_terms, largest_batch, total_bytes, verdict)
+                                   BatchGrowth, budget_terms, largest_batch_answer, total_bytes, verdict)
 
 #: The planner LiteRT's own arena follows (ArenaPlanner, re-stated byte for byte): the verdict's.
 RUNTIME_PLANNER = "litert"
@@ -179,11 +179,7 @@ def run(args: argparse.Namespace) -> int:
     else:
         growth = batch_growth(model, args.subgraph, edits, fp, planner=RUNTIME_PLANNER,
                               measure=args.measure, timeout=timeout, time_limit=time_limit)
-    best_batch = largest_batch(limit, used, batch, growth)
-    if best_batch is None and growth.per_example_bytes is not None:
-        growth = dataclasses.replace(growth, reason="the footprint does not grow with the batch")
-    elif best_batch == 0:
-        growth = dataclasses.replace(growth, reason="not even one example fits; " + growth.reason)
+    best_batch, growth = largest_batch_answer(limit, used, batch, growth)
     found = None
     if args.find_resolution:
         found = _find_resolution(args, model, edits, limit, runtime, time_limit, timeout)
