@@ -53,7 +53,8 @@ def export_image(w, path: str | None = None, width: int | None = None,
     try:
         w.chart.export(path, width, height)
     except (ViewerError, OSError) as e:
-        dialogs.show_error(w, "Export failed", f"{path}: {e}")
+        msg = str(e)  # our errors already start with the path; OSError's do not
+        dialogs.show_error(w, "Export failed", msg if msg.startswith(str(path)) else f"{path}: {msg}")
         return None
     w.settings.setValue("export_dir", os.path.dirname(os.path.abspath(path)))
     w.status_label.setText(f"Wrote {path} ({width}x{height})")
