@@ -318,6 +318,20 @@ _VERDICT_TEXT = {VERDICT_FITS: "fits", VERDICT_DOES_NOT_FIT: "DOES NOT FIT",
                  VERDICT_CANNOT_TELL: "CANNOT TELL whether it fits"}
 
 
+def _invoke_qualifier(fp, rep) -> str:
+    """What a verdict on an arena measured after one synthetic Invoke rests on ("" otherwise):
+    sizes that follow the input values make it "cannot tell" (an unknown of the footprint);
+    sizes that follow the input shapes only qualify the "fits"."""
+    s = fp.invoke_sizing
+    if s is None or rep.verdict == VERDICT_DOES_NOT_FIT:
+        return ""
+    if s.value_dependent:
+        return (f" (fits at the sizes of one synthetic invoke; {s.tensors} tensor(s) are sized by "
+                f"input values: {', '.join(s.by_values[:3])})" if rep.used <= rep.limit else "")
+    return (f" at the sizes of one synthetic invoke ({s.tensors} tensor(s) sized during Invoke "
+            "from the input shapes only: the same at these shapes)")
+
+
 def _term_line(t, batch: int, first: bool) -> str:
     name = f"tensor arena at batch {batch}" if first else t.name
     if t.name == "weights":
@@ -332,8 +346,8 @@ def _print_lines(args, model, fp, rep, found) -> None:
     tiled = getattr(args, "_tile", None)
     sigs = signature_keys(model, args.subgraph)
     where = f"subgraph {args.subgraph}" + (f" (signature {', '.join(sigs)})" if sigs else "")
-    out(f"{model.path} {where}: {_VERDICT_TEXT[rep.verdict]} in {_b(rep.limit)} "
-        f"with planner {fp.planner}")
+    out(f"{model.path} {where}: {_VERDICT_TEXT[rep.verdict]}{_invoke_qualifier(fp, rep)} in "
+        f"{_b(rep.limit)} with planner {fp.planner}")
     out(f"  configuration: {configuration(args, fp)}")
     out(f"  counted: {rep.terms[0].source}: {rep.terms[0].method}")
     for u in fp.unknowns:
@@ -413,6 +427,7 @@ def _print_json(args, model, fp, rep, found) -> None:
         "verdict": rep.verdict,
         "fits": rep.verdict == VERDICT_FITS,
         "configuration": configuration(args, fp),
+        "sized_at_invoke": fp.invoke_sizing.as_dict() if fp.invoke_sizing is not None else None,
         "unknowns": list(fp.unknowns),
         "terms": [{"name": t.name, "bytes": int(t.bytes), "source": t.source, "method": t.method,
                    "counted": t.counted} for t in rep.terms],
