@@ -101,7 +101,7 @@ def persistent_and_reached(model: Model, subgraph_index: int, analysis: Analysis
         if name and name != "litert_measured":
             arena = run_planners(sa.problem(), [name])[name].arena_bytes
         others.append({"subgraph": idx, "reached_by": how, "lower_bound_bytes": sa.lower_bound_bytes,
-                       "arena_bytes": arena, "source": None if arena is None else f"planned ({name})"})
+                       "arena_bytes": arena, "source": None if arena is None else "planned"})
     if others:
         notes.append(f"{len(others)} more subgraph(s) run through control flow, each with its own arena "
                      f"(see 'arena-viewer plan --subgraph N'): "
