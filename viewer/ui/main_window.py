@@ -19,7 +19,7 @@ from viewer.document.state import OPTIMAL_TIME_LIMIT, REORDER_TIME_LIMIT
 from viewer.document.work import AnalysisResponse, plan_label
 from viewer.export.chart_data import titled_model_name
 from viewer.resources import DEMO_MODEL, resource_path
-from viewer.ui import dialogs, dock_layout, file_actions, window_actions
+from viewer.ui import dialogs, dock_layout, file_actions, widgets, window_actions
 from viewer.ui.chart import PackingChart
 from viewer.ui.compare import CompareView
 from viewer.ui.side_panel import SidePanel, budget_report
@@ -65,6 +65,7 @@ class MainWindow(QMainWindow):
         from viewer.ui import gc_guard
 
         gc_guard.install()  # cycles collected on this thread only: no worker-thread Qt deadlock
+        widgets.install_clipboard_cleaner()  # copied flags lose the labels' invisible word joiners
         self.settings = settings if settings is not None else QSettings("ArenaViewer", "arena-viewer")
         if measure is None:
             measure = str(self.settings.value("measure", "true")).lower() == "true"
