@@ -17,6 +17,7 @@ from PySide6.QtWidgets import QDockWidget, QFileDialog, QMainWindow, QStackedWid
 from viewer.document import Document
 from viewer.document.state import OPTIMAL_TIME_LIMIT, REORDER_TIME_LIMIT
 from viewer.document.work import AnalysisResponse, plan_label
+from viewer.document.runtime_plan import whatif_note
 from viewer.export.chart_data import titled_model_name
 from viewer.resources import DEMO_MODEL, resource_path
 from viewer.ui import dialogs, dock_layout, file_actions, window_actions
@@ -348,7 +349,8 @@ class MainWindow(QMainWindow):
             self.table.set_view(tiled.analysis, tiled.drawn, fit_key=(resp.model.path, "tiled"))
             self._update_budget_verdict()
             return
-        self.chart.set_view(resp.analysis, plan, model_name=name, subgraph=resp.request.subgraph)
+        self.chart.set_view(resp.analysis, plan, model_name=name, subgraph=resp.request.subgraph,
+                            note=whatif_note(resp.request.runtime, planner))
         self.table.set_view(resp.analysis, plan, self.document.temporary_shapes(),
                             fit_key=(resp.model.path, resp.request.subgraph))
         self._update_budget_verdict()
