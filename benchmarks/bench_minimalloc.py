@@ -16,6 +16,10 @@ so both see the same load):
   proves its arena optimal or ``--time-limit``, which gives the proven bound. CP-SAT gets one
   worker.
 
+MiniMalloc searches its preorders in one thread (RoundRobin); ours runs them in worker
+processes at the same time once a search has run 0.1 s (``ARENA_VIEWER_SEARCH_PROCESSES=0``
+keeps everything in one process), so the CPU columns say what each used in all.
+
 It prints per instance the median of ``--repeats`` (default 3) runs of each, the ratios
 ours / MiniMalloc (<= 1.0: ours is as fast or faster), and our final arena, bound and whether it
 is proven. Run:

@@ -107,6 +107,8 @@ def test_vela_under_tflm_shows_its_offline_plan(qtbot, window, dialogs_seen, tmp
     assert resp.plans["tflm_greedy"].arena_bytes == 74464 == resp.analysis.lower_bound_bytes
     assert window.document.planner == "tflm_greedy"  # the offline plan TFLM keeps, by default
     assert "tflm_greedy: arena 72.7 KiB" in window.chart._data.title
+    status = window.status_label.text()  # one line, naming TFLM's head
+    assert "\n" not in status and "TFLite Micro: head 74,464 B" in status, status
     window.set_planner("tflm_greedy")
     assert "74,464 B" in window.side.arena_label.text()
     assert window.side.measured_box.title() == "Measured (TFLite Micro runtime)"

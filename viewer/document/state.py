@@ -387,7 +387,8 @@ class Document:
             stage = f" — reordered: {len(resp.reorder.moved_ops)} operators moved"
         return (f"{name}: {a.num_ops} operators, {len(a.usages)} arena tensors; planned in "
                 f"{resp.seconds:.2f} s{extra}{stage}"
-                + (f" — {resp.measure_note}" if resp.measure_note and not stage else ""))
+                # one line: the Measured box shows the whole note (TFLM's has two lines)
+                + (f" — {'; '.join(resp.measure_note.splitlines())}" if resp.measure_note and not stage else ""))
 
     def _fit_planner_and_selection(self) -> None:
         """Keep the planner when the shown response has that plan, else the runtime's own plan

@@ -51,7 +51,7 @@ HEADROOM = 1.22
 ANNOTATION_PX = 19.0
 #: The packing plot keeps at least this many pixels of height: below it the legend, then the
 #: kernel-temporaries line, then the breadth curve are left out (small windows and exports).
-MIN_PACKING_PX = 160.0
+MIN_PACKING_PX = 140.0
 #: Height of an x axis with its ticks and title, in pixels (for :func:`choose_rows`).
 AXIS_PX = 44.0
 #: Space kept between an in-plot label and the plot's border, in pixels.

@@ -15,7 +15,9 @@ Learning" (ASPLOS 2023) and its reference implementation google/minimalloc (``sr
 - static preorders (MiniMalloc's ``WAT``, ``TAW``, ``TWA`` of width, area, section total; also
   ``CAT``, ``TAC``, ``TCA`` with the width counted in sections) each drive one complete search;
   :class:`Decision` runs them in equal time turns and suspends each between turns, where
-  ``Solver::RoundRobin`` restarts each with a doubled node limit.
+  ``Solver::RoundRobin`` restarts each with a doubled node limit; given a worker pool
+  (:mod:`viewer.planning._mm_workers`) it runs every preorder but the first in its own process,
+  all at the same time.
 
 This module holds the turns (:class:`Decision`, :func:`decide`) and re-exports the names of the
 other two.

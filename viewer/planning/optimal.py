@@ -9,7 +9,9 @@ y (byte offsets): dynamic storage allocation, NP-hard. The planner
 3. asks a MiniMalloc-style exact search (:mod:`viewer.planning._minimalloc`; Moffitt, ASPLOS
    2023, google/minimalloc src/solver.cc) whether the arena fits in capacities between the
    proven bound and the best arena, descending from the best arena in passes of geometrically
-   growing time slices, the bound itself resumed in each pass (:func:`_dfs_stage`);
+   growing time slices, the bound itself resumed in each pass (:func:`_dfs_stage`); the
+   preorders of each search run at the same time in worker processes once it has run
+   :data:`PROCESSES_AFTER` seconds (:mod:`viewer.planning._mm_workers`);
 4. hands whatever gap is left to OR-Tools CP-SAT (fixed x intervals, y intervals of fixed size,
    ``AddNoOverlap2D``, minimise the highest end, hinted with the best plan, bounded below by the
    proven bound; offsets are ``alignment * k``), which also tightens the proven bound;
