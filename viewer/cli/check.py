@@ -272,6 +272,15 @@ _VERDICT_TEXT = {VERDICT_FITS: "fits", VERDICT_DOES_NOT_FIT: "DOES NOT FIT",
                  VERDICT_CANNOT_TELL: "CANNOT TELL whether it fits"}
 
 
+def _verdict_text(args, fp, rep) -> str:
+    """The headline's verdict word with what it rests on (an assumption of --tile-stages)."""
+    text = _VERDICT_TEXT[rep.verdict]
+    tiled = getattr(args, "_tile", None)
+    if tiled is not None and tiled.get("stages") == "in-turn" and rep.verdict != VERDICT_DOES_NOT_FIT:
+        text += " (assuming the tiled stages share one arena in turn: --tile-stages in-turn)"
+    return text
+
+
 def _term_line(t, batch: int, first: bool) -> str:
     name = f"tensor arena at batch {batch}" if first else t.name
     if t.name == "weights":
@@ -286,7 +295,7 @@ def _print_lines(args, model, fp, rep, found) -> None:
     tiled = getattr(args, "_tile", None)
     sigs = signature_keys(model, args.subgraph)
     where = f"subgraph {args.subgraph}" + (f" (signature {', '.join(sigs)})" if sigs else "")
-    out(f"{model.path} {where}: {_VERDICT_TEXT[rep.verdict]} in {_b(rep.limit)} "
+    out(f"{model.path} {where}: {_verdict_text(args, fp, rep)} in {_b(rep.limit)} "
         f"with planner {fp.planner}")
     out(f"  counted: {rep.terms[0].source}: {rep.terms[0].method}")
     for u in fp.unknowns:
