@@ -379,16 +379,18 @@ class MainWindow(QMainWindow):
             self.whatif.set_verdict("")
             return
         rep = budget_report(settings, resp, name)
+        term = getattr(getattr(resp, "footprint", None), "arena_term", None)
+        est = " (estimated)" if getattr(term, "source", "") == "estimated" else ""  # as check's headline
         if rep is None:
             self.whatif.set_verdict("")
         elif rep.fits:
-            self.whatif.set_verdict(f"fits, headroom {format_bytes(rep.headroom_bytes)}", True)
+            self.whatif.set_verdict(f"fits{est}, headroom {format_bytes(rep.headroom_bytes)}", True)
         elif rep.message.startswith("cannot tell"):
             self.whatif.set_verdict(rep.message, False)
         else:
             binding = (f" (binding operator #{rep.binding_op} {rep.binding_op_name})"
                        if rep.binding_op >= 0 else "")
-            self.whatif.set_verdict(f"over budget by {format_bytes(-rep.headroom_bytes)}{binding}", False)
+            self.whatif.set_verdict(f"over budget by {format_bytes(-rep.headroom_bytes)}{est}{binding}", False)
 
     def _on_document_runtime_changed(self, runtime: str) -> None:
         """The selector shows the runtime of the view (after a failed switch)."""
