@@ -143,6 +143,11 @@ class MainWindow(QMainWindow):
         self.chart.tensor_selected.connect(doc.select)
         self.chart.tensor_dtype_requested.connect(doc.set_tensor_dtype)
         self.chart.operator_clicked.connect(self.side.show_operator)
+        for side, chart in (("left", self.compare.left), ("right", self.compare.right)):  # as the main chart
+            chart.tensor_selected.connect(lambda t, s=side: self._from_compare(s, doc.select, t))
+            chart.tensor_dtype_requested.connect(
+                lambda t, d, s=side: self._from_compare(s, doc.set_tensor_dtype, t, d))
+            chart.operator_clicked.connect(lambda op, s=side: self._from_compare(s, self.side.show_operator, op))
         self.table.tensor_selected.connect(doc.select)
         self.side.tensor_selected.connect(doc.select)
         self.side.planner_changed.connect(doc.set_planner)
@@ -325,8 +330,21 @@ class MainWindow(QMainWindow):
         p = self.document.response.plans[name]
         self.status_label.setText(f"{plan_label(name)}: arena {p.arena_bytes:,} bytes")
 
+    def _from_compare(self, side: str, fn, *args) -> None:
+        """A click or menu action in the compare view acts on the shown model: from either
+        chart beside the baseline (the same tensors), from the left one only beside another
+        model (the right one's tensors are not this document's)."""
+        if self.document.other is not None and side == "right":
+            self.status_label.setText("The other model's chart is for looking: select and edit "
+                                      "tensors of the shown model (left).")
+            return
+        fn(*args)
+
     def _on_document_selection_changed(self, tensor: int | None) -> None:
         self.chart.select_tensor(tensor)
+        for side, chart in (("left", self.compare.left), ("right", self.compare.right)):
+            if self.document.other is None or side == "left":
+                chart.select_tensor(tensor)
         self.table.select_tensor(tensor)
         self.side.show_tensor(tensor)
 
