@@ -90,7 +90,7 @@ def test_check_tile_counts_the_tiled_peak(capsys):
     assert "share one arena in turn" in tiled["tile"]["assumption"]
     assert main(argv[:-1] + ["--tile", "4x4@12", "--tile-stages", "in-turn"]) == 0
     head = capsys.readouterr().out.splitlines()[0]
-    assert "fits (assuming the tiled stages share one arena in turn" in head
+    assert ": fits " in head and "(assuming the tiled stages share one arena in turn" in head
 
 
 def test_check_tile_counts_what_litert_holds_for_the_written_deployment(capsys):

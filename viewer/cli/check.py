@@ -291,7 +291,7 @@ def _verdict_text(args, model, rep) -> str:
     """The headline's verdict word with what it rests on: an assumed batch 1 of a dynamic
     batch, an estimated term, an assumption of --tile-stages in-turn."""
     text = _VERDICT_TEXT[rep.verdict]
-    if _dynamic_batch(args, model):
+    if rep.verdict == VERDICT_FITS and _dynamic_batch(args, model):  # over at 1 is over anyway
         text += " at batch 1 (dynamic batch)"
     est = _estimated_terms(rep)
     if est:
