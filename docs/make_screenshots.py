@@ -90,6 +90,9 @@ def main(argv: list[str]) -> int:
         print(f"make_screenshots: {missing[0]}: no such file", file=sys.stderr)
         return 2
     out_dir = Path(__file__).resolve().parent
+    os.chdir(ROOT)  # models by a path relative to the checkout (../shared/...), as the README
+    shots = [(Path(os.path.relpath(os.path.abspath(p), ROOT)), d)
+             for p, d in shots]
     for p, dtype in shots:
         print(grab(p, out_dir, dtype))
     return 0

@@ -41,6 +41,24 @@ _U16 = struct.Struct("<H")
 Fail = Callable[[str, str], Exception]
 
 
+def unique(a: np.ndarray, return_inverse: bool = False):
+    """``np.unique(a[, return_inverse=True])`` for a 1-d integer array, without numpy 2's first
+    call importing ``numpy.ma`` (~7 ms on the first model opened; issue 14's first-call cost)."""
+    a = np.asarray(a).ravel()
+    order = np.argsort(a, kind="stable")
+    s = a[order]
+    keep = np.empty(len(s), bool)
+    if len(s):
+        keep[0] = True
+        np.not_equal(s[1:], s[:-1], out=keep[1:])
+    uniq = s[keep]
+    if not return_inverse:
+        return uniq
+    inverse = np.empty(len(a), dtype=np.intp)
+    inverse[order] = np.cumsum(keep) - 1
+    return uniq, inverse
+
+
 class FlatFile:
     """The file's bytes, fetched on demand; see the module docstring.
 
@@ -143,7 +161,7 @@ class FlatFile:
         else:
             pages = np.concatenate([p0, p1] + [np.arange(a, b + 1) for a, b in zip(p0[long], p1[long])])
         pages = pages[ld[pages] == 0]
-        missing = np.unique(pages)
+        missing = unique(pages)
         if len(missing) == 0:
             return
         cuts = np.nonzero(np.diff(missing) != 1)[0] + 1

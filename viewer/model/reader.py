@@ -26,7 +26,8 @@ from ai_edge_litert import schema_py_generated as S
 
 from viewer.errors import ModelFormatError
 from viewer.model import dtypes
-from viewer.model._flatbuf import FlatFile, Table
+from viewer.model import _options_table  # noqa: F401  (imported now, not on the first options read)
+from viewer.model._flatbuf import FlatFile, Table, unique
 from viewer.model.graph_check import check_graph
 from viewer.model._options import KIND_SCALAR, KIND_STRING, OPTIONS2_NAMES, OPTIONS_NAMES, layout
 from viewer.model.types import (
@@ -227,7 +228,7 @@ class _Reader:
             i = int(np.argmax(short))
             raise self.fail(f"buffers[{i}]", f"table at byte {plist[i]} is cut off by the end of the file")
         vt = pos - win[:, :4].copy().view("<i4")[:, 0]
-        uniq, inverse = np.unique(vt, return_inverse=True)
+        uniq, inverse = unique(vt, return_inverse=True)
         vts = {}
         offs = np.array([self._buffer_vtable(int(np.argmax(vt == v)), int(v), vts) for v in uniq.tolist()],
                         dtype=np.int64).reshape(-1, 3)[inverse]
@@ -423,10 +424,10 @@ class _Reader:
             at = fpos[have]
             tpos = at + f.read_u32(lambda i: f"{where} operator {int(have[i])} options", at)
             ty = types[have]
-            for code in np.unique(ty).tolist():
+            for code in unique(ty).tolist():
                 sel = ty == code
                 ops, tabs = have[sel], tpos[sel]
-                uniq, inverse = np.unique(tabs, return_inverse=True)
+                uniq, inverse = unique(tabs, return_inverse=True)
                 decoded = self._decode_group(union, code, names, uniq, ops, inverse, where)
                 for i, k in zip(ops.tolist(), inverse.tolist()):
                     out[i] = decoded[k]

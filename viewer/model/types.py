@@ -20,6 +20,20 @@ FLAG_UNKNOWN_DTYPE = "unknown-dtype"  # a TensorType this reader does not know
 FLAG_NO_SHAPE = "no-shape"  # the tensor has no shape (unranked): size unknown
 
 
+def replaced(record, **changes):
+    """``dataclasses.replace(record, **changes)`` for the frozen records here (none has
+    ``__post_init__`` or slots): a copy of its ``__dict__`` with ``changes``, ~5x faster, which
+    matters when a what-if re-shapes 100k tensors."""
+    new = object.__new__(type(record))
+    d = new.__dict__
+    d.update(record.__dict__)
+    for k, v in changes.items():
+        if k not in d:
+            raise TypeError(f"{type(record).__name__} has no field {k!r}")
+        d[k] = v
+    return new
+
+
 @dataclass(frozen=True)
 class Tensor:
     """One tensor of a subgraph.

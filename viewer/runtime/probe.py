@@ -272,7 +272,7 @@ def runtime_subgraph(model, probe: RuntimeProbe):
     viewer.errors.RuntimeProbeError
         When the probe failed or does not match the model (tensor count).
     """
-    from viewer.model.types import FLAG_DYNAMIC
+    from viewer.model.types import FLAG_DYNAMIC, replaced
 
     probe.check()
     sg = model.subgraph(probe.subgraph)
@@ -290,8 +290,7 @@ def runtime_subgraph(model, probe: RuntimeProbe):
         if rt.shape == t.shape and rt.nbytes == t.nbytes and FLAG_DYNAMIC not in t.flags:
             tensors.append(t)  # unchanged: the same record (100k copies cost ~0.3 s)
             continue
-        tensors.append(dataclasses.replace(
-            t, shape=rt.shape, nbytes=rt.nbytes, flags=t.flags - {FLAG_DYNAMIC}))
+        tensors.append(replaced(t, shape=rt.shape, nbytes=rt.nbytes, flags=t.flags - {FLAG_DYNAMIC}))
     return dataclasses.replace(sg, tensors=tuple(tensors))
 
 

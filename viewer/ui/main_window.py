@@ -227,7 +227,8 @@ class MainWindow(QMainWindow):
         self.document.set_with_temporaries(on)
 
     def set_measure(self, on: bool) -> None:
-        self.document.measure = bool(on)
+        """Analysis > Measure with the LiteRT runtime: the open model is re-analysed at once."""
+        self.document.set_measure(on)
         self.settings.setValue("measure", "true" if on else "false")
 
     def cancel(self) -> None:
@@ -292,8 +293,14 @@ class MainWindow(QMainWindow):
         self.runner.submit(request, fn)
 
     def _on_document_model_changed(self, resp: AnalysisResponse) -> None:
+        """A new model (or subgraph): its what-ifs start afresh, as the edit controls do; the
+        search filter and a comparison with another model end (they were about the old one)."""
         self.whatif.set_model(resp.model, resp.request.subgraph)
         self.recent.add(resp.model.path)
+        self.table.search.clear()
+        if self.document.other is not None:
+            self.document.close_other()
+            self.set_compare_visible(False)
 
     def _on_document_shown(self) -> None:
         doc = self.document

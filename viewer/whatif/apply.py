@@ -23,7 +23,7 @@ from typing import Mapping
 
 from viewer.errors import WhatIfError
 from viewer.model import dtypes
-from viewer.model.types import Model, Subgraph, Tensor
+from viewer.model.types import Model, Subgraph, Tensor, replaced
 from viewer.whatif.edits import EditedSubgraph, WhatIfEdits
 from viewer.whatif.shapes import infer_shapes
 
@@ -241,7 +241,7 @@ def _retensor(t: Tensor, shape: tuple[int, ...]) -> Tensor:
     if shape == tuple(t.shape):
         return t
     nb = t.nbytes if t.dtype not in dtypes.BITS and t.dtype not in dtypes.UNSIZED else dtypes.nbytes(t.dtype, shape)
-    return dataclasses.replace(t, shape=shape, nbytes=nb)
+    return replaced(t, shape=shape, nbytes=nb)
 
 
 def _apply_dtypes(model: Model, sg: Subgraph, tensors: list[Tensor], edits: WhatIfEdits, notes: list[str]) -> list[Tensor]:
