@@ -150,3 +150,63 @@ def test_measure_toggle_re_analyses_at_once(qtbot, settings):  # noqa: F811
     finally:
         w.runner.shutdown()
         w.tiling.shutdown()
+
+
+# --- #16: clicking the breadth curve -------------------------------------------------------------
+
+
+def _breadth_point(chart, x: float):
+    from PySide6.QtCore import QPointF
+
+    vb = chart.chart_plot().breadth.getViewBox()
+    y = float(sum(vb.viewRange()[1]) / 2)
+    return chart.view.mapFromScene(vb.mapViewToScene(QPointF(x, y)))
+
+
+def _in_view(scroll, widget) -> bool:
+    """``widget`` (inside ``scroll``'s contents) has its top line on screen."""
+    top = widget.mapTo(scroll.widget(), widget.rect().topLeft()).y() - scroll.verticalScrollBar().value()
+    return 0 <= top and top + widget.fontMetrics().height() <= scroll.viewport().height()
+
+
+def test_breadth_click_scrolls_to_the_profile_and_marks_the_operator(qtbot, window):
+    w = window
+    open_and_wait(qtbot, w, shared_model("mobilenet_v2_224_int8.tflite"))
+    side = w.side
+    qtbot.wait(200)  # the resize's re-layout of the chart
+    assert w.chart.chart_plot().breadth_shown
+    side.verticalScrollBar().setValue(0)
+    assert not _in_view(side, side.profile_label), "needs a Summary taller than its dock"
+    w.findChild(QDockWidget, "whatif_dock").raise_()  # even with the What if tab in front
+    qtbot.mouseClick(w.chart.view.viewport(), Qt.MouseButton.LeftButton, pos=_breadth_point(w.chart, 20.5))
+    assert side.profile_label.text().startswith("#20 ")
+    qtbot.waitUntil(lambda: side.isVisible() and _in_view(side, side.profile_label), timeout=2_000)
+    # The clicked operator is marked on the chart: its column outlined in both plots.
+    assert w.chart.marked_operator == 20
+    marks = [it for _, it in w.chart._overlays if it.opts.get("x0") is not None and list(it.opts["x0"]) == [20.0]]
+    assert len(marks) == 2
+
+
+# --- #22: the widest-operator band of a 1-operator graph -----------------------------------------
+
+
+def test_one_operator_graph_band_tints_nothing(qtbot, window):
+    from PySide6.QtGui import QColor
+
+    from viewer.export.chart_scene import THEME
+
+    w = window
+    resp = open_and_wait(qtbot, w, shared_model("tfmicro_person_detect_vela.tflite"))
+    assert resp.analysis.num_ops == 1
+    qtbot.wait(100)
+    chart = w.chart
+    assert chart.widest_band() == (0.0, 1.0)  # the band spans the whole plot ...
+    image = chart.view.grab().toImage()
+    arena = chart.chart_data().arena_bytes
+    # ... but the plot's background above the rectangles is not tinted (only the edges mark it)
+    p = chart.view.mapFromScene(chart.scene_pos_of(0.5, arena * 1.04))
+    assert QColor(image.pixel(p)).getRgb()[:3] == tuple(THEME["background"][:3]), QColor(image.pixel(p)).getRgb()
+    # ... and the graph input's rectangle shows its own colour.
+    rect = chart.view.mapFromScene(chart.scene_pos_of(0.5, arena * 0.5))
+    before = QColor(image.pixel(rect)).getRgb()[:3]
+    assert before != tuple(THEME["band"][:3])

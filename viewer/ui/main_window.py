@@ -142,7 +142,7 @@ class MainWindow(QMainWindow):
         self.whatif.budget_changed.connect(self._update_budget_verdict)
         self.chart.tensor_selected.connect(doc.select)
         self.chart.tensor_dtype_requested.connect(doc.set_tensor_dtype)
-        self.chart.operator_clicked.connect(self.side.show_operator)
+        self.chart.operator_clicked.connect(self._on_chart_operator_clicked)
         for side, chart in (("left", self.compare.left), ("right", self.compare.right)):  # as the main chart
             chart.tensor_selected.connect(lambda t, s=side: self._from_compare(s, doc.select, t))
             chart.tensor_dtype_requested.connect(
@@ -346,6 +346,17 @@ class MainWindow(QMainWindow):
                                       "tensors of the shown model (left).")
             return
         fn(*args)
+
+    def _on_chart_operator_clicked(self, op: int) -> None:
+        """The operator's profile, brought into view: the Summary in front, scrolled to it."""
+        self.side.show_operator(op)
+        self.findChild(QDockWidget, "side_dock").raise_()
+        QTimer.singleShot(0, self._scroll_to_profile)  # once the table's new rows are laid out
+        self._scroll_to_profile()
+
+    def _scroll_to_profile(self) -> None:
+        self.side.ensureWidgetVisible(self.side.profile_table, 0, 0)
+        self.side.ensureWidgetVisible(self.side.profile_box, 0, 0)
 
     def _on_document_selection_changed(self, tensor: int | None) -> None:
         self.chart.select_tensor(tensor)

@@ -172,7 +172,7 @@ class SidePanel(QScrollArea):
         bar.addWidget(self.min_held_spin)
 
         # Operator profile
-        box = QGroupBox("Operator profile")
+        box = self.profile_box = QGroupBox("Operator profile")
         v = QVBoxLayout(box)
         self.profile_label = WrapLabel("-")
         self.profile_label.setWordWrap(True)
