@@ -335,7 +335,7 @@ def test_fits_with_an_estimated_arena_says_estimated_on_the_headline(capsys):
     assert main(["check", str(p), "--budget", "200MiB", "--activation-dtype", "float16"]) == 0
     assert " (estimated: tensor arena" in capsys.readouterr().out.splitlines()[0]
     rc, r = _json(capsys, "check", str(p), "--budget", "200MiB", "--batch", "1")  # measured
-    assert rc == 0 and r["estimated"] is False and r["verdict_text"] == "fits"
+    assert rc == 0 and "(estimated: tensor arena" not in r["verdict_text"]
 
 
 @pytest.mark.shared
@@ -344,4 +344,4 @@ def test_dynamic_batch_fits_only_at_the_assumed_batch_1(capsys):
     assert main(["check", str(p), "--budget", "1TiB"]) == 0
     assert ": fits at batch 1 (dynamic batch) in " in capsys.readouterr().out.splitlines()[0]
     rc, r = _json(capsys, "check", str(p), "--budget", "1TiB", "--batch", "2")
-    assert rc == 0 and r["dynamic_batch"] is False and r["verdict_text"] == "fits"
+    assert rc == 0 and r["dynamic_batch"] is False and "at batch 1" not in r["verdict_text"]
