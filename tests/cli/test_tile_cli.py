@@ -36,7 +36,9 @@ def test_tile_json_keys(capsys):
 
 @pytest.mark.parametrize("argv,needle", [
     (["--grid", "4by4"], "--grid 4by4: expected ROWSxCOLUMNS"),
-    (["--split-after", "99", "--grid", "2x2"], "--split-after 99: the patchable prefix is operators 0..61"),
+    (["--split-after", "99", "--grid", "2x2"],
+     "--split-after 99: split after operator 99, but the model has 65 operators (0..64); the patchable prefix is 0..61"),
+    (["--split-after", "63", "--grid", "2x2"], "--split-after 63: split after operator 63, outside the patchable prefix 0..61 (#62 MEAN"),
     (["--split-after", "x"], "--split-after x: expected an operator index or auto"),
     (["--grid", "200x200", "--split-after", "12"], "fewer than 200 patches"),
 ])
@@ -110,6 +112,20 @@ def test_check_tile_bad_spec_is_one_line(capsys):
     path = shared_model("mobilenet_v2_224_int8.tflite")
     assert main(["check", str(path), "--budget", "1MiB", "--no-measure", "--tile", "4x4@x"]) == 2
     assert "--tile 4x4@x" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("tile, line", [
+    ("4x4@999", "--tile 4x4@999: split after operator 999, but the model has 65 operators (0..64); "
+                "the patchable prefix is 0..61"),
+    ("99x99@12", "--tile 99x99@12: 'mobilenetv2_1.00_224_1/block_3_project_1/convolution1' has 28 rows, "
+                 "fewer than 99 patches"),
+    ("4by4", "--tile 4by4: expected ROWSxCOLUMNS[@K], e.g. 4x4 or 4x4@12"),
+])
+def test_check_tile_errors_name_the_flag_typed(capsys, tile, line):
+    """``check`` has no --grid / --split-after: its errors name --tile as the user typed it."""
+    path = shared_model("mobilenet_v2_224_int8.tflite")
+    assert main(["check", str(path), "--budget", "1MiB", "--no-measure", "--tile", tile]) == 2
+    assert capsys.readouterr().err.splitlines() == [f"arena-viewer: error: {line}"]
 
 
 def test_tile_output_refuses_to_replace_files_without_force(tmp_path, capsys):

@@ -42,7 +42,8 @@ def apply_tile(args, arena: int, label: str, counted: str):
     grid, split = parse_tile(args.tile)
     with tempfile.TemporaryDirectory(prefix="arena-tile-") as tmp:
         rep = tile_report(args.model, grid=grid, split=split, subgraph=args.subgraph,
-                          out_dir=tmp if args.measure else None, measure=args.measure)
+                          out_dir=tmp if args.measure else None, measure=args.measure,
+                          request=f"--tile {args.tile}")
     if rep["grid"] is None:
         raise UsageError(f"--tile {args.tile}: {rep['verdict']}")
     v = rep.get("verification")

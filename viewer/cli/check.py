@@ -33,11 +33,11 @@ from viewer.cli._edits import add_edit_args, edit_notes, edits_from_args
 from viewer.errors import UsageError
 from viewer.model.reader import load_model
 from viewer.planning.registry import get_planner
-from viewer.units import format_bytes, parse_size
+from viewer.units import SIZE_SYNTAX, format_bytes, parse_size
 from viewer.whatif.budget import WEIGHTS_MODES, fixed_bytes
 from viewer.whatif.footprint import SOURCE_ESTIMATED, SOURCE_MEASURED, Term, footprint, signature_keys
 from viewer.whatif.verdict import (EXIT_CODES, VERDICT_CANNOT_TELL, VERDICT_DOES_NOT_FIT, VERDICT_FITS, batch_growth,
-                                   BatchGrowth, budget_terms, largest_batch, total_bytes, verdict)
+                                   BatchGrowth, budget_terms, largest_batch_answer, total_bytes, verdict)
 
 #: The planner LiteRT's own arena follows (ArenaPlanner, re-stated byte for byte): the verdict's.
 RUNTIME_PLANNER = "litert"
@@ -59,7 +59,7 @@ def add_parser(sub) -> None:
         "fits, 1 when not.",
     )
     add_model_args(p)
-    p.add_argument("--budget", required=True, metavar="SIZE", help="device limit, e.g. 4MiB, 512KB, 1.5GiB")
+    p.add_argument("--budget", required=True, metavar="SIZE", help=f"device limit in {SIZE_SYNTAX}")
     p.add_argument("--planner", default="litert", metavar="NAME",
                    help="also print what the arena would be with this planner's layout, as a "
                         "what-if: best (the smallest non-exact plan) or one of: "
@@ -75,7 +75,7 @@ def add_parser(sub) -> None:
     p.add_argument("--runtime-overhead", default=None, metavar="SIZE",
                    help="runtime overhead added to the sum instead of the measured one (by "
                         "default: the anonymous memory one LiteRT interpreter adds in a fresh "
-                        "process beyond the arena, persistent and other subgraphs' terms)")
+                        f"process beyond the arena, persistent and other subgraphs' terms), in {SIZE_SYNTAX}")
     p.add_argument("--delegates", choices=("none", "default"), default="none",
                    help="the configuration whose runtime overhead is measured: none (LiteRT "
                         "without default delegates, XNNPACK off, the default; the arena is "
@@ -179,11 +179,7 @@ def run(args: argparse.Namespace) -> int:
     else:
         growth = batch_growth(model, args.subgraph, edits, fp, planner=RUNTIME_PLANNER,
                               measure=args.measure, timeout=timeout, time_limit=time_limit)
-    best_batch = largest_batch(limit, used, batch, growth)
-    if best_batch is None and growth.per_example_bytes is not None:
-        growth = dataclasses.replace(growth, reason="the footprint does not grow with the batch")
-    elif best_batch == 0:
-        growth = dataclasses.replace(growth, reason="not even one example fits; " + growth.reason)
+    best_batch, growth = largest_batch_answer(limit, used, batch, growth)
     found = None
     if args.find_resolution:
         found = _find_resolution(args, model, edits, limit, runtime, time_limit, timeout)

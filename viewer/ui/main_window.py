@@ -314,6 +314,7 @@ class MainWindow(QMainWindow):
         self.chart.set_tensor_dtypes(doc.edits.tensor_dtypes if doc.edits is not None else {})
         self.setWindowTitle(f"{os.path.basename(resp.model.path)} — {APP_NAME}")
         window_actions.update_actions(self)
+        window_actions.update_subgraph_menu(self)
         self._update_compare_view()
         self.view_changed.emit()
 

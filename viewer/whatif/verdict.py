@@ -164,3 +164,15 @@ def largest_batch(limit: int, used: int, batch: int, growth: BatchGrowth) -> int
     if growth.per_example_bytes is None or growth.per_example_bytes <= 0:
         return None
     return max(0, int(batch) + (int(limit) - int(used)) // int(growth.per_example_bytes))
+
+
+def largest_batch_answer(limit: int, used: int, batch: int,
+                         growth: BatchGrowth) -> tuple[int | None, BatchGrowth]:
+    """:func:`largest_batch` and the growth with the reason the user reads, as ``check`` and
+    the window both say it (None: no batch answer; 0: not even one example fits)."""
+    best = largest_batch(limit, used, batch, growth)
+    if best is None and growth.per_example_bytes is not None:
+        growth = dataclasses.replace(growth, reason="the footprint does not grow with the batch")
+    elif best == 0:
+        growth = dataclasses.replace(growth, reason="not even one example fits; " + growth.reason)
+    return best, growth
