@@ -210,3 +210,64 @@ def test_one_operator_graph_band_tints_nothing(qtbot, window):
     rect = chart.view.mapFromScene(chart.scene_pos_of(0.5, arena * 0.5))
     before = QColor(image.pixel(rect)).getRgb()[:3]
     assert before != tuple(THEME["band"][:3])
+
+
+# --- #9: the subgraph / signature selector -------------------------------------------------------
+
+
+@pytest.mark.parametrize("name, pick, words", [
+    ("litert_testdata_nested_while.tflite", 2, "2: while_body"),
+    ("multi_out_sigs.tflite", 1, "signature split_unpack"),
+])
+def test_view_menu_and_summary_select_a_subgraph_or_signature(qtbot, window, name, pick, words):
+    w = window
+    resp = open_and_wait(qtbot, w, shared_model(name))
+    (view,) = [a.menu() for a in w.menuBar().actions() if a.text() == "&View"]
+    (entry,) = [a for a in view.actions() if a.text() == "&Subgraph / signature"]
+    assert entry.isEnabled() and entry.menu() is w.subgraph_menu
+    items = w.subgraph_menu.actions()
+    assert len(items) == len(resp.model.subgraphs) and items[0].isChecked()
+    assert w.side.subgraph_combo.isVisibleTo(w) and w.side.subgraph_row_label.text() == "Subgraph / signature"
+    (target,) = [a for a in items if a.text().startswith(f"{pick}: ")]
+    assert words in target.text(), target.text()
+    with qtbot.waitSignal(w.view_changed, timeout=60_000):
+        target.trigger()
+    assert w.response.request.subgraph == pick
+    assert f"subgraph {pick}" in w.chart.chart_data().title, w.chart.chart_data().title
+    assert w.side.subgraph_combo.currentData() == pick
+    assert [a.isChecked() for a in w.subgraph_menu.actions()].index(True) == pick
+    # And back through the Summary's selector (the same list).
+    with qtbot.waitSignal(w.view_changed, timeout=60_000):
+        w.side.subgraph_combo.setCurrentIndex(0)
+    assert w.response.request.subgraph == 0 and w.subgraph_menu.actions()[0].isChecked()
+
+
+# --- #15: File > Export JSON, other subgraphs' arenas ---------------------------------------------
+
+
+def test_json_export_labels_other_subgraphs_and_uses_the_measured_arenas(qtbot, settings, tmp_path,  # noqa: F811
+                                                                          monkeypatch):
+    import json
+
+    from PySide6.QtWidgets import QFileDialog
+
+    from viewer.ui.main_window import MainWindow
+
+    w = MainWindow(settings=settings, measure=True)
+    qtbot.addWidget(w)
+    w.show()
+    try:
+        resp = open_and_wait(qtbot, w, shared_model("litert_testdata_nested_while.tflite"))
+        fp = resp.footprint
+        assert fp is not None and fp.other_subgraphs and {s.source for s in fp.other_subgraphs} == {"measured"}
+        out = tmp_path / "r.json"
+        (action,) = [a for a in w.menuBar().actions()[0].menu().actions() if a.text() == "Export &JSON…"]
+        monkeypatch.setattr(QFileDialog, "getSaveFileName", staticmethod(lambda *a, **k: (str(out), "")))
+        action.trigger()  # File > Export JSON…, the save dialog answered with ``out``
+        r = json.loads(out.read_text())
+        got = {e["subgraph"]: (e["arena_bytes"], e["source"]) for e in r["subgraphs_reached"]}
+        assert got == {s.index: (s.arena_bytes, "measured") for s in fp.other_subgraphs}
+        assert r["other_subgraphs_bytes"] == fp.other_subgraphs_bytes == sum(b for b, _ in got.values())
+    finally:
+        w.runner.shutdown()
+        w.tiling.shutdown()

@@ -24,6 +24,7 @@ from PySide6.QtWidgets import (
 )
 
 from viewer.ui.workers import MEASURED, OPTIMAL, AnalysisResponse, optimal_summary, plan_label
+from viewer.document.runtime_plan import runtime_plan_name, whatif_note
 from viewer.export.report import gap_bound, gap_pct
 from viewer.ui.summary_text import (
     _b,
@@ -79,9 +80,10 @@ class SidePanel(QScrollArea):
         self.file_label = WrapLabel("-")
         self.file_label.setWordWrap(True)
         self.subgraph_combo = FocusWheelComboBox()
-        self.subgraph_combo.setToolTip("Subgraph to analyse (models with control flow have several)")
+        self.subgraph_combo.setToolTip("Subgraph (or signature) to analyse: models with control flow "
+                                       "or several signatures have several; also View > Subgraph")
         self.subgraph_combo.currentIndexChanged.connect(self._on_subgraph_combo_changed)
-        self.subgraph_row_label = QLabel("Subgraph")
+        self.subgraph_row_label = QLabel("Subgraph / signature")
         self.graph_label = WrapLabel("-")
         self.graph_label.setWordWrap(True)
         self.weights_label = QLabel("-")
@@ -274,7 +276,7 @@ class SidePanel(QScrollArea):
         self._fill_measured()
         self._fill_reorder()
         if planner not in resp.plans:
-            planner = resp.best if resp.best in resp.plans else next(iter(resp.plans), None)
+            planner = runtime_plan_name(resp.request.runtime, resp.plans, resp.best)
         self.set_planner(planner, emit=False)
         self.show_operator(a.widest_op if a.widest_op >= 0 else None)
         return planner
@@ -291,8 +293,10 @@ class SidePanel(QScrollArea):
         finally:
             self._updating = False
         plan = self._resp.plans[name]
+        note = whatif_note(self._resp.request.runtime, name)
         self.arena_label.setText(
-            f"{_b(plan.arena_bytes)}\n{plan_label(name)}\nanonymous, not reclaimable")
+            f"{_b(plan.arena_bytes)}\n{plan_label(name)}\n"
+            + (f"{note}\n" if note else "") + "anonymous, not reclaimable")
         self._fill_budget()
         if emit:
             self.planner_changed.emit(name)
