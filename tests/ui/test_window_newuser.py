@@ -271,3 +271,31 @@ def test_json_export_labels_other_subgraphs_and_uses_the_measured_arenas(qtbot, 
     finally:
         w.runner.shutdown()
         w.tiling.shutdown()
+
+
+# --- #10: the budget while the tiled execution is shown ------------------------------------------
+
+
+def test_budget_follows_the_tiled_footprint_as_check_tile_counts_it(qtbot, window, monkeypatch, capsys):
+    import json
+
+    from viewer.cli import main as cli
+
+    w = window
+    model = str(shared_model("mobilenet_v2_224_int8.tflite"))
+    _quiet_tiling(monkeypatch, w)
+    open_and_wait(qtbot, w, model)
+    w.whatif.use_budget.setChecked(True)
+    w.whatif.limit.unit.setCurrentText("MiB")
+    w.whatif.limit.value.setValue(8.0)
+    untiled = w.side.budget_label.text()
+    assert "tiled" not in untiled
+    _tick_show_tiled(qtbot, w)
+    capsys.readouterr()
+    cli(["check", model, "--budget", "8MiB", "--tile", "4x4@12", "--no-measure", "--json"])
+    (arena,) = [t["bytes"] for t in json.loads(capsys.readouterr().out)["terms"] if t["name"] == "tensor arena"]
+    text = w.side.budget_label.text()
+    assert f"{arena:,}" in text and "tensor arena, tiled (" in text and "patches through operator #12" in text, text
+    # Untiled again: the untiled footprint comes back.
+    w.tiling.panel.show_tiled.setChecked(False)
+    assert w.side.budget_label.text() == untiled
