@@ -387,6 +387,7 @@ class MainWindow(QMainWindow):
             self.table.set_view(tiled.analysis, tiled.drawn, fit_key=(resp.model.path, "tiled"))
             self._update_budget_verdict()
             return
+        self.side.set_tiled_arena(None)
         self.chart.set_view(resp.analysis, plan, model_name=name, subgraph=resp.request.subgraph,
                             note=whatif_note(resp.request.runtime, planner))
         self.table.set_view(resp.analysis, plan, self.document.temporary_shapes(),
@@ -416,7 +417,9 @@ class MainWindow(QMainWindow):
         if resp is None or name not in resp.plans or settings.limit_bytes is None:
             self.whatif.set_verdict("")
             return
-        rep = budget_report(settings, resp, name)
+        tiled = self.tiling.counted_arena()
+        self.side.set_tiled_arena(tiled)  # the Summary's budget box counts the same
+        rep = budget_report(settings, resp, name, tiled)
         term = getattr(getattr(resp, "footprint", None), "arena_term", None)
         est = " (estimated)" if getattr(term, "source", "") == "estimated" else ""  # as check's headline
         if rep is None:

@@ -353,6 +353,12 @@ class SidePanel(QScrollArea):
         self._baseline = resp
         self._fill_budget()
 
+    def set_tiled_arena(self, tiled: tuple[int, str] | None) -> None:
+        """The tiled execution's counted arena (bytes, label) the budget uses; None: untiled."""
+        if tiled != getattr(self, "_tiled", None):
+            self._tiled = tiled
+            self._fill_budget()
+
     def set_budget(self, settings) -> None:
         """Device budget settings (``viewer.whatif.budget.BudgetSettings``) to check the plan against."""
         self._budget = settings
@@ -378,7 +384,7 @@ class SidePanel(QScrollArea):
                 lines += [_html(x) for x in c["lines"]]
                 lines += [_html(n) for n in resp.notes]
             if self._budget is not None and getattr(self._budget, "limit_bytes", None) is not None:
-                rep = budget_report(self._budget, resp, name)
+                rep = budget_report(self._budget, resp, name, getattr(self, "_tiled", None))
                 if rep is not None:
                     color = "#1a7f37" if rep.fits else "#c62828"
                     lines.append(f"<b style='color:{color}'>{_html(rep.message)}</b>")

@@ -253,6 +253,28 @@ class TilingController(QObject):
     def active(self) -> bool:
         return self.view is not None
 
+    def counted_arena(self) -> tuple[int, str] | None:
+        """The arena the budget counts while the tiled execution is shown, as ``check --tile``
+        counts it by default: the written deployment under LiteRT, every patch signature's arena
+        and the tail's resident at once + cut + input (LiteRT's measurement once it confirmed
+        this grid and split, else our plan). None when the untiled model is shown.
+
+        Returns
+        -------
+        (int, str) or None
+            Bytes and the budget line's label.
+        """
+        if self.view is None:
+            return None
+        p = self.view.plan
+        g = f"{p.grid[0]}x{p.grid[1]} patches through operator #{p.split}"
+        v = self.verification
+        if v is not None and "deployed_bytes" in v:
+            return int(v["deployed_bytes"]), (f"tensor arena, tiled ({g}; all stages resident; measured by "
+                                              "LiteRT on the written patch and tail models)")
+        return deployed_planned_bytes(p), (f"tensor arena, tiled ({g}; all stages resident; planned, "
+                                           "kernel temporaries estimated from shapes)")
+
     def shutdown(self) -> None:
         for r in (self._confirm, self._search, self._whole):
             r.shutdown()
@@ -374,6 +396,7 @@ class TilingController(QObject):
             f"({versus_untiled(v['measured_peak_bytes'], v['untiled_measured_bytes'])}) in turn, "
             f"{v['deployed_bytes']:,d} B deployed as written (all resident); stitched cut "
             f"{'equal' if v['cut_equal'] else 'differs'}, outputs {'equal' if v['outputs_equal'] else 'differ'}")
+        self.window._update_budget_verdict()  # the budget counts LiteRT's figure now
         self.confirmed.emit(v)
 
     def _on_confirm_failed(self, message: str) -> None:
