@@ -451,6 +451,7 @@ def _print_json(args, model, fp, rep, found) -> None:
     weights = by_name["weights"]
     report = {
         "model": str(model.path),
+        "runtime": "litert",
         "subgraph": args.subgraph,
         "signatures": list(signature_keys(model, args.subgraph)),
         "planner": fp.planner,
