@@ -96,6 +96,9 @@ def plan_json(plan: TilePlan) -> dict[str, Any]:
             "total_bytes": plan.patch_stage_bytes,
         },
         "tail_stage": {"arena_bytes": plan.tail_arena_bytes},
+        # LiteRT keeps one arena per allocated subgraph: the written deployment (one patch
+        # interpreter with every signature allocated + the tail's) holds them all at once.
+        "deployed_bytes": deployed_planned_bytes(plan),
         "signatures": [
             {"key": c.key, "patches": [list(p) for p in c.patches], "input_shape": list(c.input_shape),
              "arena_bytes": c.arena_bytes, "kernel_temporaries_bytes": c.temporaries_bytes}
@@ -103,6 +106,15 @@ def plan_json(plan: TilePlan) -> dict[str, Any]:
         ],
         "macs": {"untiled_prefix": plan.untiled_macs, "tiled_prefix": plan.tiled_macs},
     }
+
+
+def deployed_planned_bytes(plan: TilePlan) -> int:
+    """Bytes the written deployment holds under LiteRT, planned: every signature's arena + the
+    tail's arena + the cut buffers + the input when resident (each allocated subgraph keeps
+    its own arena; :func:`viewer.runtime.tiled.resident_arenas` measures it)."""
+    resident = plan.input_bytes if plan.input_mode == RESIDENT else 0
+    return (sum(c.arena_bytes for c in plan.classes) + plan.tail_arena_bytes
+            + plan.cut_bytes + resident)
 
 
 def search_json(res: SearchResult) -> dict[str, Any]:
@@ -160,7 +172,7 @@ def verdict(res: SearchResult) -> str:
 
 def verify(model_path: str, plan: TilePlan, out_dir: str) -> dict[str, Any]:
     """LiteRT on the written models: every signature's and the tail's arena, and the stitching."""
-    from viewer.runtime.tiled import check_stitching, signature_arena
+    from viewer.runtime.tiled import check_stitching, resident_arenas, signature_arena
     from viewer.whatif.tiling.write import PATCH_FILE, TAIL_FILE
 
     sigs = []
@@ -182,7 +194,17 @@ def verify(model_path: str, plan: TilePlan, out_dir: str) -> dict[str, Any]:
     measured_patch = max(s["measured_bytes"] for s in sigs)
     resident = plan.input_bytes if plan.input_mode == RESIDENT else 0
     measured_peak = max(measured_patch + plan.cut_bytes + resident, tail)
+    res = resident_arenas(out_dir)
+    deployed = int(res["resident_bytes"]) + plan.cut_bytes + resident
     return {
+        "deployed_bytes": deployed,
+        "deployed_note": (f"LiteRT as written (patch.tflite with its {len(sigs)} signatures + "
+                          "tail.tflite, all allocated at once): "
+                          f"{int(res['resident_bytes']):,d} B of arenas"
+                          + ("" if res["disjoint"] else " (some overlap)")
+                          + f" + cut {plan.cut_bytes:,d} B + input {resident:,d} B"),
+        "resident_arenas": res["arenas"],
+        "arenas_disjoint": bool(res["disjoint"]),
         "signatures": sigs,
         "tail": {"predicted_bytes": plan.tail_arena_bytes, "measured_bytes": tail,
                  "equal": tail == plan.tail_arena_bytes},
