@@ -196,6 +196,8 @@ def reachable_subgraphs(model: Model, entry: int) -> list[tuple[int, str]]:
     """
     seen = {entry}
     out: list[tuple[int, str]] = []
+    if len(model.subgraphs) <= 1:
+        return out  # nothing to reach (a 100k-operator scan of every option otherwise: ~0.5 s)
     queue = [entry]
     while queue:
         g = queue.pop(0)
@@ -418,7 +420,9 @@ def footprint(
     if planner != "best":
         get_planner(planner)  # unknown name: PlanningError before any work
     notes: list[str] = []
-    edited = apply_edits(model, subgraph_index, edits)
+    # --no-measure runs no runtime at all: a resized input's shapes come from our inference.
+    edited = apply_edits(model, subgraph_index, edits,
+                         **({} if measure else {"shape_source": "inferred"}))
     notes.extend(edited.notes)
     base = analyze(edited.subgraph, model=model)
     base_plan = None  # planned over the model's tensors: only when the runtime does not answer
