@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 
 from viewer.analysis.intervals import analyze
 from viewer.analysis.types import Analysis, KIND_TEMPORARY
-from viewer.errors import ViewerError
+from viewer.errors import ViewerError, WhatIfError
 from viewer.model.reader import load_model
 from viewer.model.types import Model
 from viewer.planning.registry import get_planner
@@ -420,9 +420,7 @@ def footprint(
     if planner != "best":
         get_planner(planner)  # unknown name: PlanningError before any work
     notes: list[str] = []
-    # --no-measure runs no runtime at all: a resized input's shapes come from our inference.
-    edited = apply_edits(model, subgraph_index, edits,
-                         **({} if measure else {"shape_source": "inferred"}))
+    edited = _edited(model, subgraph_index, edits, measure)
     notes.extend(edited.notes)
     base = analyze(edited.subgraph, model=model)
     base_plan = None  # planned over the model's tensors: only when the runtime does not answer
@@ -564,6 +562,20 @@ def footprint(
         unknowns=tuple(dict.fromkeys(unknowns)),
         probe=probe,
     )
+
+
+def _edited(model: Model, subgraph_index: int, edits, measure: bool):
+    """The edited subgraph. Measured: shapes propagated by LiteRT (our inference where it
+    cannot run the model). Not measured: our inference first, so that a plain plan starts no
+    runtime (a full allocation at 100k operators: ~3 s); where our inference fails (an
+    operator whose shape rule it does not know, a fixed RESHAPE) the runtime decides, as when
+    measured, so an edit is never refused on our inference's word alone."""
+    if measure:
+        return apply_edits(model, subgraph_index, edits)
+    try:
+        return apply_edits(model, subgraph_index, edits, shape_source="inferred")
+    except WhatIfError:
+        return apply_edits(model, subgraph_index, edits)
 
 
 def _other_subgraphs(model, entry, planner, time_limit, probe, edited, timeout, unknowns):
