@@ -64,7 +64,7 @@ def run_check(args) -> int:
     if getattr(args, "find_resolution", False):
         raise UsageError(f"{args.model}: --find-resolution searches with LiteRT only; drop "
                          "--runtime tflm, or give --input-shape to check one size under TFLM")
-    overhead = parse_size(args.runtime_overhead)
+    overhead = parse_size(args.runtime_overhead or "0")
     model, edited, notes = _model_and_edits(args)
     planner = "tflm_greedy" if args.planner in ("litert", None) else args.planner
     fp = tflm_footprint(model, planner=planner, measure=args.measure, edited=edited,

@@ -9,7 +9,9 @@ What counts (each term printed on its own line):
   variables);
 - the arenas of the other subgraphs reached through control flow (WHILE, IF, CALL_ONCE);
 - the weights when copied into RAM (``--weights copied``, the default);
-- the runtime overhead estimate (``--runtime-overhead``).
+- the runtime overhead: by default measured (the Pss_Anon one LiteRT interpreter adds in a fresh
+  process, less the terms above: :func:`viewer.whatif.verdict.overhead_term`), or the size given
+  with ``--runtime-overhead``; unknown (cannot tell) when nothing was measured.
 
 The sum comes from :func:`viewer.whatif.footprint.footprint`. Exit 0 when it fits, 1 when it
 does not, 2 on bad input.
@@ -35,7 +37,7 @@ from viewer.units import format_bytes, parse_size
 from viewer.whatif.budget import WEIGHTS_MODES, fixed_bytes
 from viewer.whatif.footprint import SOURCE_ESTIMATED, SOURCE_MEASURED, Term, footprint, signature_keys
 from viewer.whatif.verdict import (EXIT_CODES, VERDICT_CANNOT_TELL, VERDICT_DOES_NOT_FIT, VERDICT_FITS, batch_growth,
-                                   BatchGrowth, budget_terms, largest_batch, total_bytes, verdict)
+                                   BatchGrowth, budget_terms, largest_batch_answer, total_bytes, verdict)
 
 #: The planner LiteRT's own arena follows (ArenaPlanner, re-stated byte for byte): the verdict's.
 RUNTIME_PLANNER = "litert"
@@ -70,8 +72,14 @@ def add_parser(sub) -> None:
                    help="seconds for an exact planner (optimal), > 0")
     p.add_argument("--timeout", type=float, default=120.0, metavar="S",
                    help="seconds before the LiteRT process is killed (default 120)")
-    p.add_argument("--runtime-overhead", default="0", metavar="SIZE",
-                   help="runtime overhead estimate added to the sum (default 0)")
+    p.add_argument("--runtime-overhead", default=None, metavar="SIZE",
+                   help="runtime overhead added to the sum instead of the measured one (by "
+                        "default: the anonymous memory one LiteRT interpreter adds in a fresh "
+                        "process beyond the arena, persistent and other subgraphs' terms)")
+    p.add_argument("--delegates", choices=("none", "default"), default="none",
+                   help="the configuration whose runtime overhead is measured: none (LiteRT "
+                        "without default delegates, XNNPACK off, the default; the arena is "
+                        "always measured so) or default (a stock interpreter, XNNPACK on)")
     p.add_argument("--weights", choices=WEIGHTS_MODES, default=None,
                    help="copied: weights count against the budget (default for litert); mapped: "
                         "file-backed page cache (or flash, the default for --runtime tflm), shown "
@@ -128,7 +136,7 @@ def run(args: argparse.Namespace) -> int:
     limit = parse_size(args.budget)
     if limit <= 0:
         raise UsageError(f"--budget {args.budget}: a device budget must be more than 0 bytes")
-    runtime = parse_size(args.runtime_overhead)
+    runtime = parse_size(args.runtime_overhead) if args.runtime_overhead is not None else None
     time_limit = _positive_seconds("--time-limit", args.time_limit)
     timeout = _positive_seconds("--timeout", args.timeout)
     edits = edits_from_args(args, rescale_needs_shape=not args.find_resolution)
@@ -144,13 +152,18 @@ def run(args: argparse.Namespace) -> int:
                     footprint(model, args.subgraph, edits, planner=args.planner,
                               measure=args.measure, timeout=timeout, time_limit=time_limit))
     batch = edits.batch or 1 if edits is not None else 1
-    terms = budget_terms(fp, runtime_bytes=runtime, weights_mode=args.weights)
+    overhead, overhead_unknown = _overhead(args, model, fp, edits, runtime, timeout)
+    runtime = overhead.bytes
+    terms = budget_terms(fp, weights_mode=args.weights, overhead=overhead)
     tiled, _, counted, args._tile = apply_tile(args, fp.arena_bytes, fp.arena_term.method,
                                                fp.arena_term.method)
     if args._tile is not None:  # the tiled execution's peak replaces the arena term
         src = SOURCE_MEASURED if "measured by LiteRT" in counted else SOURCE_ESTIMATED
         terms[0] = Term("tensor arena", int(tiled), src, counted)
     unknowns = list(fp.unknowns)
+    if overhead_unknown:
+        unknowns.append(overhead_unknown)
+        fp = dataclasses.replace(fp, unknowns=tuple(unknowns))
     others = _other_signatures(model, args)
     if others:  # each signature's runner allocates its own arena: one checked is not all checked
         unknowns.append(f"the model has other signatures ({others}) that this check did not count, "
@@ -166,18 +179,14 @@ def run(args: argparse.Namespace) -> int:
     else:
         growth = batch_growth(model, args.subgraph, edits, fp, planner=RUNTIME_PLANNER,
                               measure=args.measure, timeout=timeout, time_limit=time_limit)
-    best_batch = largest_batch(limit, used, batch, growth)
-    if best_batch is None and growth.per_example_bytes is not None:
-        growth = dataclasses.replace(growth, reason="the footprint does not grow with the batch")
-    elif best_batch == 0:
-        growth = dataclasses.replace(growth, reason="not even one example fits; " + growth.reason)
+    best_batch, growth = largest_batch_answer(limit, used, batch, growth)
     found = None
     if args.find_resolution:
         found = _find_resolution(args, model, edits, limit, runtime, time_limit, timeout)
     rep = _Report(limit, used, batch, result, terms, best_batch, growth)
     args._whatif_used = None
     if args._whatif is not None:
-        wterms = budget_terms(args._whatif, runtime_bytes=runtime, weights_mode=args.weights)
+        wterms = budget_terms(args._whatif, weights_mode=args.weights, overhead=overhead)
         args._whatif_used = total_bytes(wterms)
     if args.json:
         _print_json(args, model, fp, rep, found)
@@ -187,6 +196,43 @@ def run(args: argparse.Namespace) -> int:
         print(f"arena-viewer: cannot tell whether {model.path} fits in {_b(limit)}: "
               + "; ".join(fp.unknowns), file=sys.stderr)
     return EXIT_CODES[result]
+
+
+def configuration(args, fp) -> str:
+    """The runtime configuration the verdict's figures are for, as the verdict line names it."""
+    from viewer.runtime.overhead import CONFIGURATIONS
+
+    if not fp.measured:
+        return CONFIGURATIONS["builtin"] + ", planned only (not measured)"
+    if args.delegates == "default" and args.runtime_overhead is None:
+        return ("LiteRT with its default delegates (XNNPACK on): runtime overhead measured so; "
+                "the arena measured without delegates")
+    return CONFIGURATIONS["builtin"] + (" (a stock interpreter applies XNNPACK: --delegates "
+                                        "default measures that)" if args.runtime_overhead is None
+                                        else "")
+
+
+def _overhead(args, model, fp, edits, given: int | None, timeout: float) -> tuple[Term, str]:
+    """(the runtime overhead term, "" or the unknown it leaves): given, else measured in a
+    fresh LiteRT process (:func:`viewer.runtime.overhead.measure_overhead`)."""
+    from viewer.runtime.overhead import measure_overhead
+    from viewer.whatif.footprint import SOURCE_GIVEN, SOURCE_UNKNOWN
+    from viewer.whatif.verdict import overhead_term
+
+    if given is not None:
+        return Term("runtime overhead", int(given), SOURCE_GIVEN, "--runtime-overhead"), ""
+    why = "not measured (--no-measure)" if not args.measure else \
+        "not measured (the runtime did not load the model)"
+    if fp.measured:
+        resolver = "default" if args.delegates == "default" else "builtin"
+        m = measure_overhead(model.path, resolver, timeout)
+        if m.grown_bytes is not None:
+            shifted = (edits is not None and not edits.is_empty()) or getattr(args, "tile", None)
+            return overhead_term(fp, m.grown_bytes, resolver, at_file_shapes=bool(shifted)), ""
+        why = f"not measured ({m.error})"
+    return (Term("runtime overhead", 0, SOURCE_UNKNOWN, why + "; 0 B counted"),
+            f"runtime overhead (interpreter and kernel state beyond the arena): {why}; "
+            "give --runtime-overhead SIZE")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -288,6 +334,7 @@ def _print_lines(args, model, fp, rep, found) -> None:
     where = f"subgraph {args.subgraph}" + (f" (signature {', '.join(sigs)})" if sigs else "")
     out(f"{model.path} {where}: {_VERDICT_TEXT[rep.verdict]} in {_b(rep.limit)} "
         f"with planner {fp.planner}")
+    out(f"  configuration: {configuration(args, fp)}")
     out(f"  counted: {rep.terms[0].source}: {rep.terms[0].method}")
     for u in fp.unknowns:
         out(f"  unknown: {u}")
@@ -297,7 +344,7 @@ def _print_lines(args, model, fp, rep, found) -> None:
     if len(notes) > 4:
         out(f"note: ... {len(notes) - 4} more (see 'arena-viewer plan' for all)")
     for k, t in enumerate(rep.terms):
-        if k > 0 and not t.bytes and t.name.startswith(("persistent", "runtime")) and t.source != "given":
+        if k > 0 and not t.bytes and t.name.startswith("persistent"):
             continue
         out(f"  {_term_line(t, rep.batch, k == 0)}")
         if k == 0 and fp.temporaries_count and fp.temporaries_included and tiled is None:
@@ -365,6 +412,7 @@ def _print_json(args, model, fp, rep, found) -> None:
         "planner": fp.planner,
         "verdict": rep.verdict,
         "fits": rep.verdict == VERDICT_FITS,
+        "configuration": configuration(args, fp),
         "unknowns": list(fp.unknowns),
         "terms": [{"name": t.name, "bytes": int(t.bytes), "source": t.source, "method": t.method,
                    "counted": t.counted} for t in rep.terms],

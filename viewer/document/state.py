@@ -234,6 +234,15 @@ class Document:
         if self._full is not None:
             self._submit(self._request(self._edits, subgraph=0 if runtime == "tflm" else None), "open")
 
+    def set_measure(self, on: bool) -> None:
+        """Measure with the runtime (or not) and re-analyse the open model at once, with its
+        edits, so what is shown follows the setting (work ``"open"``)."""
+        if bool(on) == self.measure:
+            return
+        self.measure = bool(on)
+        if self._full is not None:
+            self._submit(self._request(self._edits), "open")
+
     def select_subgraph(self, index: int) -> None:
         """Analyse subgraph ``index`` of the open model (work ``"subgraph"``)."""
         if self._full is None:

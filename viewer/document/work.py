@@ -162,6 +162,9 @@ class AnalysisResponse:
     #: The :class:`viewer.whatif.footprint.Footprint` ``check`` counts (litert), for the budget
     #: verdict; None while shapes are only our estimate (the runtime confirms next).
     footprint: Any = None
+    #: :class:`viewer.whatif.verdict.BatchGrowth` from the footprint at the next batch, as
+    #: ``check`` computes it (None when there is no footprint).
+    batch_growth: Any = None
 
     @property
     def temporaries_estimated(self) -> bool:
@@ -397,12 +400,13 @@ def compute(
             measure_note = f"measured, but the runtime's offsets cannot be drawn: {e}"
     if fp is None and request.shape_source != "inferred":
         fp = _footprint(model, request, edits if edited else None, report)
+    growth = None if fp is None else _batch_growth(model, request, edits if edited else None, fp, report)
     report(1.0, "done")
     return AnalysisResponse(
         request, model, analysis, plans, view[2], probe, measure_note,
         notes, estimated, time.perf_counter() - t0,
         tensor_view=tensor_view, temporaries_view=temporaries_view,
-        temporaries_shown=temporaries_view is not None, footprint=fp,
+        temporaries_shown=temporaries_view is not None, footprint=fp, batch_growth=growth,
     )
 
 
@@ -416,6 +420,20 @@ def _footprint(model, request: AnalysisRequest, edits, report):
                          measure=bool(request.measure), detail=False)
     except ViewerError:
         return None
+
+
+def _batch_growth(model, request: AnalysisRequest, edits, fp, report):
+    """``check``'s largest-batch evidence (:func:`viewer.whatif.verdict.batch_growth`): the
+    footprint at the next batch, or why there is none (no batch dimension, an operator that
+    refuses it)."""
+    from viewer.whatif.verdict import BatchGrowth, batch_growth
+
+    report(0.98, "the footprint at the next batch (as check does)")
+    try:
+        return batch_growth(model, request.subgraph, edits, fp, planner="litert",
+                            measure=bool(request.measure))
+    except ViewerError as e:
+        return BatchGrowth(None, f"the next batch could not be evaluated: {e}")
 
 
 def _analyze(subgraph, model, temporaries=()):

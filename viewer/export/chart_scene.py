@@ -373,14 +373,17 @@ def build_chart(data: ChartData, layout: pg.GraphicsLayout, *, legend_cols: int 
     # Widest-operator band, on both plots.
     w = data.widest_op
     band_region = (float(w), float(w + 1)) if w >= 0 else (0.0, 0.0)
+    # Behind the rectangles; a band spanning the whole plot (one operator) tints nothing:
+    # its dashed edges alone mark it.
+    band_brush = pg.mkBrush(None) if data.num_ops <= 1 else pg.mkBrush(THEME["band"])
     band = pg.LinearRegionItem(
-        values=band_region, movable=False, brush=pg.mkBrush(THEME["band"]),
+        values=band_region, movable=False, brush=band_brush,
         pen=_pen(THEME["band"][:3], 1.0),
     )
     band.setZValue(-10)
     packing.addItem(band)
     breadth_band = pg.LinearRegionItem(
-        values=band_region, movable=False, brush=pg.mkBrush(THEME["band"]),
+        values=band_region, movable=False, brush=band_brush,
         pen=_pen(THEME["band"][:3], 1.0),
     )
     breadth_band.setZValue(-10)

@@ -479,7 +479,7 @@ _OUT_FD = 1
 
 def _parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="viewer.runtime._child")
-    p.add_argument("mode", choices=["probe", "measure", "serve", "baseline"])
+    p.add_argument("mode", choices=["probe", "measure", "serve", "baseline", "overhead"])
     p.add_argument("model")
     p.add_argument("--subgraph", type=int, default=0)
     p.add_argument("--input-shapes", default="{}")
@@ -498,6 +498,10 @@ def _answer(args: argparse.Namespace) -> dict:
         if args.mode == "probe":
             invoke = {"auto": "auto", "always": True, "never": False}[args.invoke]
             return probe(args.model, args.subgraph, json.loads(args.input_shapes), invoke)
+        if args.mode == "overhead":
+            from viewer.runtime._child_overhead import overhead
+
+            return overhead(args.model, args.resolver)
         return measure(args.model, args.runs, args.resolver)
     except _LayoutError as e:
         return {"ok": False, "error": f"unsupported LiteRT build (struct layout check failed: {e})"}

@@ -68,6 +68,7 @@ class PackingChart(QWidget):
         self._color_mode = "kind"
         self._min_held = 0
         self._selected: int | None = None
+        self.marked_operator: int | None = None  # the operator last clicked (its column outlined)
         self._hovered = -1
         self._hover_key = (-1, -1)  # (tensor, operator) whose tooltip is shown; -1 for none
         self._data: ChartData | None = None
@@ -105,6 +106,8 @@ class PackingChart(QWidget):
         ranges = self._chart.packing.viewRange() if same_shape else None
         self._analysis, self._plan = analysis, plan
         self._model_name, self._subgraph = model_name, subgraph
+        if not same_shape:
+            self.marked_operator = None
         if self._selected is not None and analysis.usage(self._selected) is None:
             self._selected = None
         self._rebuild()
@@ -116,7 +119,7 @@ class PackingChart(QWidget):
         """Show nothing."""
         self._analysis = self._plan = None
         self._data = self._chart = None
-        self._selected = None
+        self._selected = self.marked_operator = None
         self._overlays = []
         self._hovered = -1
         self._hover_key = (-1, -1)
@@ -383,14 +386,23 @@ class PackingChart(QWidget):
         for plot_item, item in self._overlays:
             plot_item.removeItem(item)
         self._overlays = []
+        ys, bs = chart.y_scale, chart.breadth_scale  # bytes per scene unit
+        top = max(d.arena_bytes, d.lower_bound, 1) * 2 / ys
+        btop = max(int(d.breadth.max()) if len(d.breadth) else 0, d.lower_bound, 1) * 2 / bs
+        op = self.marked_operator
+        if op is not None and 0 <= op < d.num_ops:  # the clicked operator's column, outlined
+            for plot_item, height in ((chart.packing, top), (chart.breadth, btop)):
+                mark = pg.BarGraphItem(x0=[float(op)], x1=[op + 1.0], y0=[0.0], y1=[height],
+                                       brush=pg.mkBrush(None), pen=pg.mkPen(SELECT_PEN, width=2,
+                                                                            style=Qt.PenStyle.DashLine))
+                mark.setZValue(25)
+                plot_item.addItem(mark, ignoreBounds=True)
+                self._overlays.append((plot_item, mark))
         t = self._selected
         row = None if t is None else d.row_of(t)
         if row is None:
             return
         u = a.usage(t)
-        ys, bs = chart.y_scale, chart.breadth_scale  # bytes per scene unit
-        top = max(d.arena_bytes, d.lower_bound, 1) * 2 / ys
-        btop = max(int(d.breadth.max()) if len(d.breadth) else 0, d.lower_bound, 1) * 2 / bs
         cols = []
         if u is not None and u.producer is not None and u.producer >= 0:
             cols.append((u.producer, PRODUCER_BRUSH))
@@ -502,6 +514,8 @@ class PackingChart(QWidget):
                 self.select_tensor(None)
                 self.tensor_selected.emit(-1)
         if 0 <= op < self._data.num_ops:
+            self.marked_operator = op
+            self._update_selection()
             self.operator_clicked.emit(op)
 
     # --- keyboard -------------------------------------------------------------------------------

@@ -141,7 +141,7 @@ class MainWindow(QMainWindow):
         self.whatif.budget_changed.connect(self._update_budget_verdict)
         self.chart.tensor_selected.connect(doc.select)
         self.chart.tensor_dtype_requested.connect(doc.set_tensor_dtype)
-        self.chart.operator_clicked.connect(self.side.show_operator)
+        self.chart.operator_clicked.connect(self._on_chart_operator_clicked)
         self.table.tensor_selected.connect(doc.select)
         self.side.tensor_selected.connect(doc.select)
         self.side.planner_changed.connect(doc.set_planner)
@@ -221,7 +221,8 @@ class MainWindow(QMainWindow):
         self.document.set_with_temporaries(on)
 
     def set_measure(self, on: bool) -> None:
-        self.document.measure = bool(on)
+        """Analysis > Measure with the LiteRT runtime: the open model is re-analysed at once."""
+        self.document.set_measure(on)
         self.settings.setValue("measure", "true" if on else "false")
 
     def cancel(self) -> None:
@@ -286,8 +287,14 @@ class MainWindow(QMainWindow):
         self.runner.submit(request, fn)
 
     def _on_document_model_changed(self, resp: AnalysisResponse) -> None:
+        """A new model (or subgraph): its what-ifs start afresh, as the edit controls do; the
+        search filter and a comparison with another model end (they were about the old one)."""
         self.whatif.set_model(resp.model, resp.request.subgraph)
         self.recent.add(resp.model.path)
+        self.table.search.clear()
+        if self.document.other is not None:
+            self.document.close_other()
+            self.set_compare_visible(False)
 
     def _on_document_shown(self) -> None:
         doc = self.document
@@ -301,6 +308,7 @@ class MainWindow(QMainWindow):
         self.chart.set_tensor_dtypes(doc.edits.tensor_dtypes if doc.edits is not None else {})
         self.setWindowTitle(f"{os.path.basename(resp.model.path)} — {APP_NAME}")
         window_actions.update_actions(self)
+        window_actions.update_subgraph_menu(self)
         self._update_compare_view()
         self.view_changed.emit()
 
@@ -323,6 +331,17 @@ class MainWindow(QMainWindow):
         self._update_compare_view()
         p = self.document.response.plans[name]
         self.status_label.setText(f"{plan_label(name)}: arena {p.arena_bytes:,} bytes")
+
+    def _on_chart_operator_clicked(self, op: int) -> None:
+        """The operator's profile, brought into view: the Summary in front, scrolled to it."""
+        self.side.show_operator(op)
+        self.findChild(QDockWidget, "side_dock").raise_()
+        QTimer.singleShot(0, self._scroll_to_profile)  # once the table's new rows are laid out
+        self._scroll_to_profile()
+
+    def _scroll_to_profile(self) -> None:
+        self.side.ensureWidgetVisible(self.side.profile_table, 0, 0)
+        self.side.ensureWidgetVisible(self.side.profile_box, 0, 0)
 
     def _on_document_selection_changed(self, tensor: int | None) -> None:
         self.chart.select_tensor(tensor)

@@ -79,9 +79,10 @@ class SidePanel(QScrollArea):
         self.file_label = WrapLabel("-")
         self.file_label.setWordWrap(True)
         self.subgraph_combo = FocusWheelComboBox()
-        self.subgraph_combo.setToolTip("Subgraph to analyse (models with control flow have several)")
+        self.subgraph_combo.setToolTip("Subgraph (or signature) to analyse: models with control flow "
+                                       "or several signatures have several; also View > Subgraph")
         self.subgraph_combo.currentIndexChanged.connect(self._on_subgraph_combo_changed)
-        self.subgraph_row_label = QLabel("Subgraph")
+        self.subgraph_row_label = QLabel("Subgraph / signature")
         self.graph_label = WrapLabel("-")
         self.graph_label.setWordWrap(True)
         self.weights_label = QLabel("-")
@@ -171,7 +172,7 @@ class SidePanel(QScrollArea):
         bar.addWidget(self.min_held_spin)
 
         # Operator profile
-        box = QGroupBox("Operator profile")
+        box = self.profile_box = QGroupBox("Operator profile")
         v = QVBoxLayout(box)
         self.profile_label = WrapLabel("-")
         self.profile_label.setWordWrap(True)

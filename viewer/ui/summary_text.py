@@ -75,12 +75,12 @@ def budget_report(settings, resp: AnalysisResponse, name: str):
     The batch is the edited batch, else the first input's leading dimension.
     """
     a, edits = resp.analysis, resp.request.edits
+    fp = getattr(resp, "footprint", None)
     batch = 1
     if edits is not None and edits.batch:
         batch = edits.batch
-    elif a.subgraph.inputs and a.subgraph.tensors[a.subgraph.inputs[0]].shape:
+    elif fp is None and a.subgraph.inputs and a.subgraph.tensors[a.subgraph.inputs[0]].shape:
         batch = max(1, a.subgraph.tensors[a.subgraph.inputs[0]].shape[0])
-    fp = getattr(resp, "footprint", None)
     if fp is not None and settings.limit_bytes is not None and hasattr(fp, "tensor_arena_size_bytes"):
         return _tflm_budget_report(settings, resp, fp, batch)
     if fp is not None and settings.limit_bytes is not None:
@@ -99,11 +99,25 @@ def budget_report(settings, resp: AnalysisResponse, name: str):
                      arena_label=f"tensor arena ({fp.arena_term.source}: {fp.arena_term.method})")
         if fp.unknowns and rep.fits:
             rep = dataclasses.replace(rep, fits=False, message="cannot tell: " + fp.unknowns[0])
-        return rep
+        return _check_largest_batch(rep, getattr(resp, "batch_growth", None), batch)
     return settings.report(
         arena_bytes=resp.plans[name].arena_bytes, weights_bytes=resp.model.weights_bytes,
         batch=batch, binding_op=a.widest_op,
         binding_op_name=a.op_name(a.widest_op) if a.widest_op >= 0 else "")
+
+
+def _check_largest_batch(rep, growth, batch: int):
+    """``rep`` with ``check``'s largest batch (the runtime's answer at the next batch, never a
+    linear guess over a batch the model refuses) instead of the arena-per-example estimate."""
+    import dataclasses
+
+    from viewer.whatif.verdict import largest_batch_answer
+
+    if growth is None:
+        return dataclasses.replace(rep, largest_batch=None,
+                                   largest_batch_note="not evaluated (no footprint at the next batch)")
+    best, growth = largest_batch_answer(rep.limit_bytes, rep.used_bytes, batch, growth)
+    return dataclasses.replace(rep, largest_batch=best, largest_batch_note=growth.reason)
 
 
 def _tflm_budget_report(settings, resp: AnalysisResponse, fp, batch: int):

@@ -16,7 +16,16 @@ from PySide6.QtCore import (
     Qt,
     Signal,
 )
-from PySide6.QtWidgets import QAbstractItemView, QHeaderView, QLabel, QLineEdit, QTableView, QVBoxLayout, QWidget
+from PySide6.QtWidgets import (
+    QAbstractItemView,
+    QHeaderView,
+    QLabel,
+    QLineEdit,
+    QStyledItemDelegate,
+    QTableView,
+    QVBoxLayout,
+    QWidget,
+)
 
 from viewer.analysis.types import Analysis
 from viewer.planning.types import Plan
@@ -25,6 +34,18 @@ from viewer.units import format_bytes
 COLUMNS = ("id", "name", "shape", "dtype", "kind", "bytes", "first op", "last op", "held ops", "offset",
            "producer")
 SORT_ROLE = Qt.ItemDataRole.UserRole
+#: Columns whose text is a number or a shape: re-fitted when a what-if widens them, and never
+#: elided on the left ("…48,736" reads as another offset). Only the name keeps its tail.
+NUMERIC_COLUMNS = ("id", "shape", "bytes", "first op", "last op", "held ops", "offset")
+_REFIT_COLUMNS = ("shape", "dtype", "kind", "bytes", "first op", "last op", "held ops", "offset")
+
+
+class _ElideRightDelegate(QStyledItemDelegate):
+    """Paints a cell elided on the right (the view elides names on the left)."""
+
+    def initStyleOption(self, option, index) -> None:  # noqa: N802 (Qt override)
+        super().initStyleOption(option, index)
+        option.textElideMode = Qt.TextElideMode.ElideRight
 
 
 def _shape_dtype(analysis: Analysis, tensor: int) -> tuple[tuple[int, ...] | None, str]:
@@ -131,6 +152,9 @@ class TensorTable(QWidget):
         # Long names share a prefix (the Keras model's scope): keep the distinctive tail.
         self.view.setTextElideMode(Qt.TextElideMode.ElideLeft)
         self.view.setWordWrap(False)  # one line per row: wrapping would elide the last line's end
+        self._elide_right = _ElideRightDelegate(self.view)
+        for col in NUMERIC_COLUMNS + ("dtype", "kind", "producer"):
+            self.view.setItemDelegateForColumn(COLUMNS.index(col), self._elide_right)
         self.view.setSelectionBehavior(QAbstractItemView.SelectionBehavior.SelectRows)
         self.view.setSelectionMode(QAbstractItemView.SelectionMode.SingleSelection)
         self.view.setEditTriggers(QAbstractItemView.EditTrigger.NoEditTriggers)
@@ -172,8 +196,8 @@ class TensorTable(QWidget):
                 self._fitted_for = key
                 self.view.resizeColumnsToContents()
                 self.view.setColumnWidth(1, min(self.view.columnWidth(1), 320))
-            else:  # a what-if can make shape/dtype wider ("float16 (estimated)"): widen only
-                for col in (COLUMNS.index("shape"), COLUMNS.index("dtype")):
+            else:  # a what-if can make numbers, shapes, dtypes wider: widen only
+                for col in map(COLUMNS.index, _REFIT_COLUMNS):
                     need = self.view.sizeHintForColumn(col)
                     if need > self.view.columnWidth(col):
                         self.view.setColumnWidth(col, need)

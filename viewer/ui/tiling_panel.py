@@ -43,6 +43,7 @@ from viewer.errors import ViewerError
 from viewer.ops import NotLocal
 from viewer.ui.widgets import FocusWheelComboBox, FocusWheelSpinBox, WrapLabel
 from viewer.units import format_bytes
+from viewer.whatif.tiling.report import versus_untiled
 
 #: Shown where the peak-vs-split plot goes until a search drew it.
 PLOT_PLACEHOLDER = ("peak vs split after operator: no curve yet. Press \u201cbest split\u201d "
@@ -286,9 +287,11 @@ class TilingController(QObject):
             self._redraw()
             return
         p = self.view.plan
+        worse = ": tiling does not help here" if p.peak_bytes > p.untiled_peak_bytes else ""
         self.panel.figures.setText(
-            f"peak {format_bytes(p.peak_bytes)} ({p.peak_bytes:,d} B), {p.reduction:.2f}x below untiled "
-            f"{format_bytes(p.untiled_peak_bytes)}; recompute +{p.overhead_pct:.1f}% MACs\n"
+            f"peak {format_bytes(p.peak_bytes)} ({p.peak_bytes:,d} B), "
+            f"{versus_untiled(p.peak_bytes, p.untiled_peak_bytes)} {format_bytes(p.untiled_peak_bytes)}"
+            f"{worse}; recompute +{p.overhead_pct:.1f}% MACs\n"
             f"patch stage {format_bytes(p.patch_stage_bytes)} = patch {format_bytes(p.patch_arena_bytes)} "
             f"(input crop {'x'.join(map(str, p.patch_input_shape))}) + cut {format_bytes(p.cut_bytes)}"
             + (f" + input {format_bytes(p.input_bytes)}" if p.input_mode == "resident" else "")
@@ -310,6 +313,8 @@ class TilingController(QObject):
         self.shown.emit()
 
     def _on_document_model_changed(self, resp) -> None:
+        self._search.cancel()  # the previous model's search and confirmation are stale
+        self._confirm.cancel()
         self._path = resp.model.path
         self._subgraph = resp.request.subgraph
         self.view, self.curve, self.verification = None, None, None
@@ -321,8 +326,10 @@ class TilingController(QObject):
         self.panel.clear_curve()
         self.panel.search_line.setText("")
         self._searching = False
-        if self.panel.show_tiled.isChecked():
-            self.apply()
+        # A what-if of the previous model: off for the new one (as its other edits are).
+        self.panel._quiet = True
+        self.panel.show_tiled.setChecked(False)
+        self.panel._quiet = False
 
     def start_search(self) -> None:
         """Start the peak-vs-split search (once per model; in a child process)."""
@@ -361,7 +368,8 @@ class TilingController(QObject):
         self.panel.runtime_line.setText(
             ("LiteRT confirms: " if ok else "LiteRT DISAGREES: ")
             + f"{len(v['signatures'])} signatures + tail, arenas {'equal' if v['arenas_equal'] else 'differ'}; "
-            f"measured peak {v['measured_peak_bytes']:,d} B ({v['measured_reduction']:.2f}x); stitched cut "
+            f"measured peak {v['measured_peak_bytes']:,d} B "
+            f"({versus_untiled(v['measured_peak_bytes'], v['untiled_measured_bytes'])}); stitched cut "
             f"{'equal' if v['cut_equal'] else 'differs'}, outputs {'equal' if v['outputs_equal'] else 'differ'}")
         self.confirmed.emit(v)
 

@@ -27,6 +27,10 @@ from viewer.ui.widgets import FocusWheelComboBox, FocusWheelDoubleSpinBox, Focus
 from viewer.whatif.apply import ACTIVATION_DTYPES
 from viewer.whatif.budget import WEIGHTS_MODES, BudgetSettings, compare  # noqa: F401 (compare re-exported)
 from viewer.whatif.edits import WhatIfEdits
+from viewer.whatif.verdict import batch_dimension_problem
+
+#: The batch field's tooltip when dimension 0 is a batch.
+BATCH_TIP = "dimension 0 of every input"
 
 #: Square resolutions offered for an image (NHWC, rank-4) input.
 PRESETS = (128, 224, 256, 320, 512, 1024)
@@ -242,7 +246,7 @@ class WhatIfPanel(QWidget):
         self.batch = FocusWheelSpinBox()
         self.batch.setRange(1, 4096)
         self.batch.setKeyboardTracking(False)
-        self.batch.setToolTip("dimension 0 of every input")
+        self.batch.setToolTip(BATCH_TIP)
         self.batch.valueChanged.connect(self._on_edit_control_changed)
         form.addRow("batch", self.batch)
         self.dtype = FocusWheelComboBox()
@@ -299,6 +303,7 @@ class WhatIfPanel(QWidget):
         self.dtype.setCurrentIndex(0)
         self.rescale.setChecked(False)
         self._quiet = False
+        self._show_batch_problem("")
         if model is None:
             self.no_model.show()
             return
@@ -313,6 +318,20 @@ class WhatIfPanel(QWidget):
             self.shapes_layout.insertWidget(self.shapes_layout.indexOf(self.rescale), ed)
             self._inputs.append(ed)
         self.batch.setValue(max(1, sg.tensors[inputs[0]].shape[0]) if inputs and sg.tensors[inputs[0]].shape else 1)
+        self._show_batch_problem(batch_dimension_problem(model, subgraph) if inputs else "no inputs")
+
+    def _show_batch_problem(self, why: str) -> None:
+        """The batch field as ``check`` sees the model: disabled and showing "none" (the
+        reason as its tooltip) when dimension 0 is no batch (scalars, a conformer's frames)."""
+        self._quiet = True
+        try:
+            self.batch.setEnabled(not why)
+            self.batch.setSpecialValueText("none" if why else "")
+            if why:
+                self.batch.setValue(self.batch.minimum())
+            self.batch.setToolTip(f"no batch: {why}" if why else BATCH_TIP)
+        finally:
+            self._quiet = False
 
     def set_runtime(self, runtime: str) -> None:
         """Weights as ``check --runtime RUNTIME`` counts them by default: LiteRT copies them into
@@ -341,6 +360,8 @@ class WhatIfPanel(QWidget):
                 shapes[ed.position] = s
         base_batch = self._inputs[0].original[0] if self._inputs and self._inputs[0].original else 1
         batch = self.batch.value() if self.batch.value() != base_batch else None
+        if not self.batch.isEnabled():
+            batch = None  # dimension 0 is no batch (see _show_batch_problem)
         return WhatIfEdits(input_shapes=shapes, batch=batch, activation_dtype=self.dtype.currentData(),
                            rescale_fixed_sizes=self.rescale.isChecked())
 
@@ -366,7 +387,8 @@ class WhatIfPanel(QWidget):
                 s = shapes.get(ed.position)
                 ed.show_shape(s if s is not None and len(s) == len(ed.original) else ed.original)
             base_batch = self._inputs[0].original[0] if self._inputs and self._inputs[0].original else 1
-            self.batch.setValue(max(1, edits.batch if edits is not None and edits.batch else base_batch))
+            if self.batch.isEnabled():
+                self.batch.setValue(max(1, edits.batch if edits is not None and edits.batch else base_batch))
             k = self.dtype.findData(edits.activation_dtype) if edits is not None else 0
             self.dtype.setCurrentIndex(max(0, k))
             self.rescale.setChecked(edits is not None and bool(edits.rescale_fixed_sizes))
@@ -387,7 +409,8 @@ class WhatIfPanel(QWidget):
         for ed in self._inputs:
             ed.reset()
         base_batch = self._inputs[0].original[0] if self._inputs and self._inputs[0].original else 1
-        self.batch.setValue(max(1, base_batch))
+        if self.batch.isEnabled():
+            self.batch.setValue(max(1, base_batch))
         self.dtype.setCurrentIndex(0)
         self.rescale.setChecked(False)
         self._quiet = False

@@ -89,6 +89,9 @@ def build_menus(w) -> None:
         "model's tensors alone", checkable=True)
     w.temporaries_action.setChecked(True)
     m.addAction(w.temporaries_action)
+    w.subgraph_menu = m.addMenu("&Subgraph / signature")
+    w.subgraph_menu.setToolTipsVisible(True)
+    w.subgraph_menu.setEnabled(False)
     m.addSeparator()
     for dock in w.findChildren(QDockWidget):
         m.addAction(dock.toggleViewAction())
@@ -177,3 +180,25 @@ def update_actions(w) -> None:
     w.temporaries_action.blockSignals(True)
     w.temporaries_action.setChecked(doc.with_temporaries and doc.has_temporaries)
     w.temporaries_action.blockSignals(False)
+
+
+def update_subgraph_menu(w) -> None:
+    """View > Subgraph / signature: one entry per subgraph of the open model, named as the
+    Summary's selector names it (signature keys included), the shown one checked; enabled
+    when there is more than one. Choosing an entry analyses that subgraph."""
+    from PySide6.QtGui import QActionGroup
+
+    menu, combo = w.subgraph_menu, w.side.subgraph_combo
+    menu.clear()
+    group = QActionGroup(menu)
+    group.setExclusive(True)
+    resp = w.document.response
+    shown = resp.request.subgraph if resp is not None else -1
+    for i in range(combo.count()):
+        index = int(combo.itemData(i))
+        a = menu.addAction(combo.itemText(i))
+        a.setCheckable(True)
+        a.setChecked(index == shown)
+        a.setActionGroup(group)
+        a.triggered.connect(lambda _=False, k=index: w.document.select_subgraph(k))
+    menu.setEnabled(combo.count() > 1 and w.document.runtime != "tflm")

@@ -46,9 +46,10 @@ class BudgetReport:
     fits : bool
     arena_per_example_bytes : int
         ``ceil(arena / batch)``: the arena one more example is assumed to add.
-    largest_batch : int
+    largest_batch : int or None
         ``floor((limit - fixed) / arena_per_example)``, 0 when the fixed costs alone exceed
-        the limit; ``fixed`` is runtime plus weights when counted.
+        the limit; ``fixed`` is runtime plus weights when counted. None: no batch answer (the
+        model cannot take another batch; the window puts ``check``'s answer here).
     binding_op : int
         The widest operator (its breadth is the lower bound); -1 when unknown.
     binding_op_name : str
@@ -66,7 +67,7 @@ class BudgetReport:
     headroom_bytes: int
     fits: bool
     arena_per_example_bytes: int
-    largest_batch: int
+    largest_batch: int | None
     binding_op: int = -1
     binding_op_name: str = ""
     message: str = ""
@@ -92,12 +93,12 @@ class BudgetReport:
         if self.other_subgraphs_bytes:
             out.append(f"+ other subgraphs' arenas (control flow): {f(self.other_subgraphs_bytes)}")
         out += [
-            f"+ runtime overhead: {f(self.runtime_bytes)}",
+            f"+ runtime overhead (given here, not measured; check measures it): {f(self.runtime_bytes)}",
             (f"+ weights (copied, counted): {f(self.weights_bytes)}" if self.weights_counted else
              f"  weights (mapped: page cache, reclaimable, not counted): {f(self.weights_bytes)}"),
             f"= used: {f(self.used_bytes)} of {f(self.limit_bytes)}",
             (f"headroom: {f(self.headroom_bytes)}" if self.fits else f"over budget by {f(-self.headroom_bytes)}"),
-            f"largest batch: {self.largest_batch}"
+            f"largest batch: {'none' if self.largest_batch is None else self.largest_batch}"
             + (f" ({self.largest_batch_note})" if self.largest_batch_note else ""),
         ]
         if self.binding_op >= 0:

@@ -66,7 +66,8 @@ SOURCE_MEASURED = "measured"  # read back from the runtime (or the model file, f
 SOURCE_ESTIMATED = "estimated"  # computed from a measurement by a stated rule
 SOURCE_PLANNED = "planned"  # one of our planners over known tensors
 SOURCE_GIVEN = "given"  # given by the user (runtime overhead)
-SOURCES = (SOURCE_MEASURED, SOURCE_ESTIMATED, SOURCE_PLANNED, SOURCE_GIVEN)
+SOURCE_UNKNOWN = "unknown"  # not measured: 0 B counted, and an unknown says so
+SOURCES = (SOURCE_MEASURED, SOURCE_ESTIMATED, SOURCE_PLANNED, SOURCE_GIVEN, SOURCE_UNKNOWN)
 
 
 @dataclass(frozen=True)

@@ -24,20 +24,49 @@ VERDICT_CANNOT_TELL = "cannot_tell"
 EXIT_CODES = {VERDICT_FITS: 0, VERDICT_DOES_NOT_FIT: 1, VERDICT_CANNOT_TELL: 3}
 
 
-def budget_terms(fp: Footprint, *, runtime_bytes: int = 0, weights_mode: str = "copied") -> list[Term]:
-    """The footprint's terms, then the runtime overhead (given) and the weights.
+def budget_terms(fp: Footprint, *, runtime_bytes: int = 0, weights_mode: str = "copied",
+                 overhead: Term | None = None) -> list[Term]:
+    """The footprint's terms, then the runtime overhead and the weights.
 
-    Weights are the model file's constant buffers (measured from the file); with
-    ``weights_mode="mapped"`` they are shown but not counted (page cache, reclaimable).
+    ``overhead`` (from :func:`overhead_term`) replaces the given ``runtime_bytes``. Weights are
+    the model file's constant buffers (measured from the file); with ``weights_mode="mapped"``
+    they are shown but not counted (page cache, reclaimable).
     """
     terms = list(fp.terms)
-    terms.append(Term("runtime overhead", int(runtime_bytes), SOURCE_GIVEN, "--runtime-overhead"))
+    terms.append(overhead if overhead is not None else
+                 Term("runtime overhead", int(runtime_bytes), SOURCE_GIVEN, "--runtime-overhead"))
     terms.append(Term("weights", int(fp.weights_bytes), SOURCE_MEASURED,
                       "constant buffers in the model file, "
                       + ("copied into RAM" if weights_mode == "copied"
                          else "mapped from the file (page cache, reclaimable: not counted)"),
                       counted=weights_mode == "copied"))
     return terms
+
+
+def overhead_term(fp: Footprint, grown_bytes: int, resolver: str, *, at_file_shapes: bool) -> Term:
+    """The runtime's anonymous memory beyond the terms ``fp`` already counts.
+
+    ``grown_bytes`` is :func:`viewer.runtime.overhead.measure_overhead`'s Pss_Anon growth of one
+    interpreter (arena, persistent, other subgraphs' arenas and everything else it keeps); the
+    term is that growth minus ``fp.anonymous_bytes`` (arena + persistent + other subgraphs), at
+    least 0, so nothing is counted twice. Weights are mapped in that process (file-backed, not
+    in Pss_Anon): the weights term is separate. ``at_file_shapes``: the process ran the file's
+    shapes and types while ``fp`` is a what-if, so the term is "estimated".
+    """
+    from viewer.runtime.overhead import CONFIGURATIONS
+    from viewer.whatif.footprint import SOURCE_ESTIMATED
+
+    n = max(0, int(grown_bytes) - int(fp.anonymous_bytes))
+    method = (f"{CONFIGURATIONS[resolver]}: Pss_Anon (/proc/self/smaps_rollup) after "
+              "allocate_tensors() and one Invoke minus before the interpreter was built = "
+              f"{int(grown_bytes):,d} B, less the arena, persistent and other subgraphs' terms "
+              "above (interpreter and kernel state; the Python harness's few objects included)")
+    if int(grown_bytes) < int(fp.anonymous_bytes):
+        method += ("; the process grew by less than those terms, so they count in full and the "
+                   "sum is an upper bound for this configuration")
+    if at_file_shapes:
+        method += "; measured at the file's shapes and types, not the what-if's"
+    return Term("runtime overhead", n, SOURCE_ESTIMATED if at_file_shapes else SOURCE_MEASURED, method)
 
 
 def total_bytes(terms) -> int:
@@ -135,3 +164,15 @@ def largest_batch(limit: int, used: int, batch: int, growth: BatchGrowth) -> int
     if growth.per_example_bytes is None or growth.per_example_bytes <= 0:
         return None
     return max(0, int(batch) + (int(limit) - int(used)) // int(growth.per_example_bytes))
+
+
+def largest_batch_answer(limit: int, used: int, batch: int,
+                         growth: BatchGrowth) -> tuple[int | None, BatchGrowth]:
+    """:func:`largest_batch` and the growth with the reason the user reads, as ``check`` and
+    the window both say it (None: no batch answer; 0: not even one example fits)."""
+    best = largest_batch(limit, used, batch, growth)
+    if best is None and growth.per_example_bytes is not None:
+        growth = dataclasses.replace(growth, reason="the footprint does not grow with the batch")
+    elif best == 0:
+        growth = dataclasses.replace(growth, reason="not even one example fits; " + growth.reason)
+    return best, growth

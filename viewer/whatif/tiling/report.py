@@ -103,6 +103,28 @@ def search_json(res: SearchResult) -> dict[str, Any]:
     }
 
 
+def versus_untiled(peak_bytes: int, untiled_bytes: int) -> str:
+    """The tiled peak against the untiled one, worded the right way round.
+
+    Parameters
+    ----------
+    peak_bytes, untiled_bytes : int
+        The tiled and the untiled peak (bytes).
+
+    Returns
+    -------
+    str
+        ``"2.34x below untiled"`` when tiling lowers the peak, ``"1.06x above untiled"`` when it
+        raises it (never a ratio under 1 called "below"), ``"equal to untiled"`` otherwise; the
+        caller appends the untiled figure.
+    """
+    if peak_bytes <= 0 or untiled_bytes <= 0 or peak_bytes == untiled_bytes:
+        return "equal to untiled"
+    if peak_bytes < untiled_bytes:
+        return f"{untiled_bytes / peak_bytes:.2f}x below untiled"
+    return f"{peak_bytes / untiled_bytes:.2f}x above untiled"
+
+
 def verdict(res: SearchResult) -> str:
     """One sentence: the best plan, or that no split lowers the peak, with the numbers."""
     best = res.overall
@@ -118,7 +140,7 @@ def verdict(res: SearchResult) -> str:
                 f"operator #{w} {wname} lies {where}"
                 + (f", which ends at {res.prefix.reason}" if res.prefix.reason else ""))
     return (f"{best.grid[0]}x{best.grid[1]} split after #{best.split}: peak {best.peak_bytes:,d} B, "
-            f"{best.reduction:.2f}x below untiled {best.untiled_peak_bytes:,d} B, "
+            f"{versus_untiled(best.peak_bytes, best.untiled_peak_bytes)} {best.untiled_peak_bytes:,d} B, "
             f"+{best.overhead_pct:.1f}% MACs")
 
 
