@@ -140,7 +140,9 @@ def test_the_windows_runtime_confirmation_goes_through_the_worker(tmp_path):
         assert resp.probe is not None and resp.probe.ok and not resp.estimated
         assert resp.probe.tensor(0).shape == (1, side, side, 3)
     w = worker_for(p)
-    assert w.starts == 1 and w.requests == 2  # the shapes' answer is kept for the arena's ask
+    # One process; per side two requests: its shapes (the answer kept for the arena's and the
+    # footprint's asks) and batch 2 (check's batch growth, which compute() now also counts).
+    assert w.starts == 1 and w.requests == 4
 
 
 @pytest.mark.parametrize("name", ["se_dynbatch.tflite", "litert_testdata_multi_subgraphs_while.tflite"])
