@@ -20,8 +20,8 @@ def test_format_bytes_one_decimal_binary_units(n, text):
 
 
 @pytest.mark.parametrize("text, n", [
-    ("4MiB", 4 << 20), ("512KB", 512_000), ("1.5GiB", 3 << 29), ("1000", 1000), ("2k", 2048),
-    ("4TiB", 4 << 40),
+    ("4MiB", 4 << 20), ("512KB", 512_000), ("1.5GiB", 3 << 29), ("1000", 1000), ("2kib", 2048),
+    ("4TiB", 4 << 40), ("4mb", 4_000_000), ("4MB", 4_000_000),
 ])
 def test_parse_size(text, n):
     assert parse_size(text) == n
@@ -32,6 +32,40 @@ def test_huge_sizes_are_one_line_usage_errors(text):
     with pytest.raises(UsageError, match="too large") as e:
         parse_size(text)
     assert "\n" not in str(e.value)
+
+
+@pytest.mark.parametrize("text, line", [
+    ("4m", "size '4m' is ambiguous: write 4MiB (1,048,576 B per MiB) or 4MB (1,000,000 B per MB)"),
+    ("2K", "size '2K' is ambiguous: write 2KiB (1,024 B per KiB) or 2KB (1,000 B per KB)"),
+    ("1.5g", "size '1.5g' is ambiguous: write 1.5GiB (1,073,741,824 B per GiB) or 1.5GB (1,000,000,000 B per GB)"),
+])
+def test_bare_prefixes_are_refused_as_ambiguous(text, line):
+    """A bare K/M/G means 1000 or 1024 depending on who reads it: refused, both readings named."""
+    with pytest.raises(UsageError) as e:
+        parse_size(text)
+    assert str(e.value) == line
+
+
+def test_ambiguous_budget_is_exit_2_one_line(capsys, tmp_path):
+    from tests.tflite_builder import add_chain, write
+    from viewer.cli import main
+
+    m = write(tmp_path, "chain.tflite", add_chain(2))
+    assert main(["check", str(m), "--budget", "4m", "--no-measure"]) == 2
+    assert capsys.readouterr().err.splitlines() == [
+        "arena-viewer: error: size '4m' is ambiguous: write 4MiB (1,048,576 B per MiB) or 4MB (1,000,000 B per MB)"]
+
+
+def test_every_size_option_states_the_syntax(capsys):
+    from viewer.cli import main
+    from viewer.units import SIZE_SYNTAX
+
+    for argv, flag in ((["check"], "--budget"), (["check"], "--runtime-overhead"),
+                       (["measure"], "--runtime-overhead"), (["plan-csv"], "--capacity")):
+        assert main([*argv, "--help"]) == 0
+        out = " ".join(capsys.readouterr().out.replace("- ", "-").split())
+        after = out[out.index(flag + " SIZE", out.index("options:")):]
+        assert " ".join(SIZE_SYNTAX.split()) in after[:600], (argv, flag)
 
 
 def test_the_limit_itself_is_taken():

@@ -12,8 +12,14 @@ _UNITS = {
     "": 1, "b": 1,
     "kb": 1000, "mb": 1000**2, "gb": 1000**3, "tb": 1000**4,
     "kib": 1 << 10, "mib": 1 << 20, "gib": 1 << 30, "tib": 1 << 40,
-    "k": 1 << 10, "m": 1 << 20, "g": 1 << 30,
 }
+#: Bare prefixes, refused: "4m" could be 4 MiB or 4 MB, 4.9 % apart (a budget read the larger
+#: way could say "fits" for a device that is 194 KB short).
+_AMBIGUOUS = {"k": "K", "m": "M", "g": "G", "t": "T"}
+
+#: The size syntax, as every SIZE option's --help and the README state it.
+SIZE_SYNTAX = ("bytes, or a number with KB/MB/GB/TB (powers of 1000) or KiB/MiB/GiB/TiB (powers of "
+               "1024), e.g. 4MiB, 512KB, 1.5GiB; a bare K/M/G is refused as ambiguous")
 
 
 _TENTH = Decimal("0.1")
@@ -43,17 +49,24 @@ def format_bytes(n: int | float) -> str:
 def parse_size(text: str) -> int:
     """Parse a size such as ``4MiB``, ``512KB``, ``1.5GiB``, ``1000`` into bytes.
 
-    KB/MB/GB are decimal (1000-based), KiB/MiB/GiB binary; a bare K/M/G is binary.
+    KB/MB/GB/TB are decimal (1000-based), KiB/MiB/GiB/TiB binary, in any letter case
+    (:data:`SIZE_SYNTAX`). A bare K/M/G/T is refused with a hint naming both readings.
 
     Raises
     ------
     viewer.errors.UsageError
-        For anything else.
+        For a bare K/M/G/T, and anything else that is not a size.
     """
     m = re.fullmatch(r"\s*(-?[0-9]*\.?[0-9]+(?:[eE][+-]?[0-9]+)?)\s*([A-Za-z]*)\s*", str(text))
+    if m and m.group(2).lower() in _AMBIGUOUS:
+        num, u = m.group(1), _AMBIGUOUS[m.group(2).lower()]
+        raise UsageError(
+            f"size {text!r} is ambiguous: write {num}{u}iB ({_UNITS[u.lower() + 'ib']:,d} B per {u}iB) "
+            f"or {num}{u}B ({_UNITS[u.lower() + 'b']:,d} B per {u}B)"
+        )
     if not m or m.group(2).lower() not in _UNITS:
         raise UsageError(
-            f"cannot read size {text!r}: use a number with an optional unit, e.g. 4MiB, 512KB, 1.5GiB"
+            f"cannot read size {text!r}: use {SIZE_SYNTAX}"
         )
     value = float(m.group(1)) * _UNITS[m.group(2).lower()]
     if value < 0:

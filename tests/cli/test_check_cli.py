@@ -323,3 +323,25 @@ def test_other_planner_smaller_than_litert_does_not_make_it_fit(capsys):
     w = r["whatif_planner"]
     assert w["planner"] == "greedy_by_size" and w["arena_bytes"] == 129 and w["headroom_bytes"] == 11
     assert "LiteRT does not use this layout" in w["note"]
+
+
+# -- newuser F-3, F-4: the headline says what a "fits" rests on -----------------------------------
+@pytest.mark.shared
+def test_fits_with_an_estimated_arena_says_estimated_on_the_headline(capsys):
+    p = shared_model("mobilenet_v2_224.tflite")
+    rc, r = _json(capsys, "check", str(p), "--budget", "200MiB", "--activation-dtype", "float16")
+    assert rc == 0 and r["fits"] and r["estimated"] is True
+    assert r["verdict_text"].startswith("fits") and "(estimated: tensor arena" in r["verdict_text"]
+    assert main(["check", str(p), "--budget", "200MiB", "--activation-dtype", "float16"]) == 0
+    assert " (estimated: tensor arena" in capsys.readouterr().out.splitlines()[0]
+    rc, r = _json(capsys, "check", str(p), "--budget", "200MiB", "--batch", "1")  # measured
+    assert rc == 0 and "(estimated: tensor arena" not in r["verdict_text"]
+
+
+@pytest.mark.shared
+def test_dynamic_batch_fits_only_at_the_assumed_batch_1(capsys):
+    p = shared_model("litert_test_simple_add_dynamic_shape.tflite")
+    assert main(["check", str(p), "--budget", "1TiB"]) == 0
+    assert ": fits at batch 1 (dynamic batch) in " in capsys.readouterr().out.splitlines()[0]
+    rc, r = _json(capsys, "check", str(p), "--budget", "1TiB", "--batch", "2")
+    assert rc == 0 and r["dynamic_batch"] is False and "at batch 1" not in r["verdict_text"]

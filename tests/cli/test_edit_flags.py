@@ -45,9 +45,9 @@ def test_batch_and_dtypes():
         (["--input-shape", "a=1x2", "--input-shape", "a=1x3"], "given twice"),
         (["--batch", "0"], "--batch 0"),
         (["--batch", "two"], "--batch 'two'"),
-        (["--activation-dtype", "int4"], "--activation-dtype 'int4'"),
+        (["--activation-dtype", "int3"], "--activation-dtype 'int3': use one of float32, float16, bfloat16, int8, int4"),
         (["--tensor-dtype", "3:int8"], "--tensor-dtype '3:int8'"),
-        (["--tensor-dtype", "3=float7"], "--tensor-dtype '3=float7'"),
+        (["--tensor-dtype", "3=float7"], "--tensor-dtype '3=float7': unknown dtype 'float7'; use one of float32,"),
     ],
 )
 def test_bad_values_are_usage_errors(argv, msg):
@@ -84,6 +84,35 @@ def test_flags_reach_the_plan_command(chain, capsys):
     assert r["naive_bytes"] * 4 == 3 * 768
     r = plan_json(capsys, str(chain), "--activation-dtype", "float16", "--tensor-dtype", "1=float32")
     assert r["naive_bytes"] == 768 // 2 + 768 + 768 // 2
+
+
+def test_int4_activations_and_tensors_are_packed_and_rounded_up(tmp_path, capsys):
+    """int4 is accepted by both flags: 15 elements take ceil(15 / 2) = 8 bytes, as LiteRT packs them."""
+    odd = write(tmp_path, "odd.tflite", add_chain(2, shape=(1, 3, 5, 1)))  # 3 float32 tensors of 60 B
+    r = plan_json(capsys, str(odd), "--activation-dtype", "int4")
+    assert r["naive_bytes"] == 3 * 8
+    r = plan_json(capsys, str(odd), "--tensor-dtype", "1=int4")
+    assert r["naive_bytes"] == 60 + 8 + 60
+    rc = main(["plan", str(odd), "--activation-dtype", "int4", "--planner", "naive"])
+    out, err = capsys.readouterr()
+    assert rc == 0, err
+    assert [ln for ln in out.splitlines() if ln.startswith("note: storage")] == [
+        "note: storage what-if: activations re-sized as int4; bytes only, not an accuracy claim "
+        "(weights untouched); 3 float tensors changed"]
+
+
+def test_unknown_dtypes_are_one_line_exit_2(chain, capsys):
+    for flag, value in (("--activation-dtype", "int3"), ("--tensor-dtype", "0=int3")):
+        rc = main(["plan", str(chain), flag, value])
+        _, err = capsys.readouterr()
+        assert rc == 2 and err.count("\n") == 1 and "int4" in err, err
+
+
+def test_help_lists_the_accepted_dtypes(capsys):
+    assert main(["plan", "--help"]) == 0
+    out = " ".join(capsys.readouterr().out.split())
+    assert "one of float32, float16, bfloat16, int8, int4 (int4: two elements per byte" in out
+    assert "DTYPE, one of float32, float16, bfloat16, float64," in out and "uint4, int2" in out
 
 
 def test_bad_flag_value_is_exit_2(chain, capsys):

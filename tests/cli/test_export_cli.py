@@ -167,3 +167,21 @@ def test_no_measure_at_wrong_stored_shapes_says_so_on_the_title(tmp_path, capsys
     assert run_cli(capsys, "export", str(write(tmp_path, "c.tflite", add_chain(2))), "-o", str(out2),
                    "--no-measure")[0] == 0
     assert "stored shapes" not in out2.read_text()
+
+
+def test_png_above_64_mi_pixels_is_refused_with_svg_advice(tmp_path, capsys):
+    """16384x16384 PNG: 1.2 GB to draw and no default viewer opens it; refused before any work."""
+    from viewer.export.image import PNG_MAX_PIXELS, check_output
+
+    model = write(tmp_path, "chain.tflite", add_chain(2))
+    out = tmp_path / "huge.png"
+    rc, _, err = run_cli(capsys, "export", model, "-o", out, "--width", 16384, "--height", 16384, "--no-measure")
+    assert rc == 2 and not out.exists()
+    assert err.splitlines() == [
+        f"arena-viewer: error: {out}: 16384x16384 px is 256.0 Mi px, above the PNG limit of 64 Mi px "
+        "(8192x8192, which Qt and ImageMagick still open and takes 256 MiB to draw); use .svg for a larger chart"]
+    assert PNG_MAX_PIXELS == 8192 * 8192
+    assert check_output(tmp_path / "edge.png", 16384, 4096) == ".png"  # exactly the limit: taken
+    assert check_output(tmp_path / "huge.svg", 16384, 16384) == ".svg"  # SVG: no raster, no limit
+    rc, out_help, _ = run_cli(capsys, "export", "--help")
+    assert rc == 0 and "at most 8192x8192 pixels" in " ".join(out_help.split())

@@ -36,7 +36,9 @@ def test_tile_json_keys(capsys):
 
 @pytest.mark.parametrize("argv,needle", [
     (["--grid", "4by4"], "--grid 4by4: expected ROWSxCOLUMNS"),
-    (["--split-after", "99", "--grid", "2x2"], "--split-after 99: the patchable prefix is operators 0..61"),
+    (["--split-after", "99", "--grid", "2x2"],
+     "--split-after 99: split after operator 99, but the model has 65 operators (0..64); the patchable prefix is 0..61"),
+    (["--split-after", "63", "--grid", "2x2"], "--split-after 63: split after operator 63, outside the patchable prefix 0..61 (#62 MEAN"),
     (["--split-after", "x"], "--split-after x: expected an operator index or auto"),
     (["--grid", "200x200", "--split-after", "12"], "fewer than 200 patches"),
 ])
@@ -79,16 +81,51 @@ def test_check_tile_counts_the_tiled_peak(capsys):
             "--runtime-overhead", "0"]  # not measured: without it the overhead is an unknown
     code, untiled = _json(capsys, argv)
     assert code == 1 and untiled["arena_bytes"] == 1_655_808
+    # default: the deployment as written, every stage's arena resident (newuser F-1)
     code, tiled = _json(capsys, argv + ["--tile", "4x4@12"])
+    assert code == 1 and not tiled["fits"] and tiled["tile"]["stages"] == "resident"
+    assert tiled["arena_bytes"] == tiled["tile"]["deployed_bytes"] == 2_203_296
+    # in turn: max(patch stage, tail), with the assumption said on the verdict and in JSON
+    code, tiled = _json(capsys, argv + ["--tile", "4x4@12", "--tile-stages", "in-turn"])
     assert code == 0 and tiled["fits"]
     assert tiled["arena_bytes"] == tiled["tile"]["peak_bytes"] == 394_560
     assert tiled["tile"]["grid"] == [4, 4] and tiled["tile"]["split_operator"] == 12
+    assert "share one arena in turn" in tiled["tile"]["assumption"]
+    assert main([a for a in argv if a != "--json"] + ["--tile", "4x4@12", "--tile-stages", "in-turn"]) == 0
+    head = capsys.readouterr().out.splitlines()[0]
+    assert ": fits " in head and "(assuming the tiled stages share one arena in turn" in head
+
+
+def test_check_tile_counts_what_litert_holds_for_the_written_deployment(capsys):
+    """The oracle: LiteRT with patch.tflite (every signature allocated) and tail.tflite built at
+    once keeps disjoint arenas; check counts their sum + cut + input (2,203,296 B here)."""
+    path = shared_model("mobilenet_v2_224_int8.tflite")
+    code, rep = _json(capsys, ["check", str(path), "--budget", "400KiB", "--weights", "mapped",
+                               "--tile", "4x4@12", "--json"])
+    t = rep["tile"]
+    assert code == 1 and not rep["fits"]
+    assert rep["arena_bytes"] == t["measured_deployed_bytes"] == t["deployed_bytes"] == 2_203_296
+    assert t["measured_peak_bytes"] == 394_560
 
 
 def test_check_tile_bad_spec_is_one_line(capsys):
     path = shared_model("mobilenet_v2_224_int8.tflite")
     assert main(["check", str(path), "--budget", "1MiB", "--no-measure", "--tile", "4x4@x"]) == 2
     assert "--tile 4x4@x" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("tile, line", [
+    ("4x4@999", "--tile 4x4@999: split after operator 999, but the model has 65 operators (0..64); "
+                "the patchable prefix is 0..61"),
+    ("99x99@12", "--tile 99x99@12: 'mobilenetv2_1.00_224_1/block_3_project_1/convolution1' has 28 rows, "
+                 "fewer than 99 patches"),
+    ("4by4", "--tile 4by4: expected ROWSxCOLUMNS[@K], e.g. 4x4 or 4x4@12"),
+])
+def test_check_tile_errors_name_the_flag_typed(capsys, tile, line):
+    """``check`` has no --grid / --split-after: its errors name --tile as the user typed it."""
+    path = shared_model("mobilenet_v2_224_int8.tflite")
+    assert main(["check", str(path), "--budget", "1MiB", "--no-measure", "--tile", tile]) == 2
+    assert capsys.readouterr().err.splitlines() == [f"arena-viewer: error: {line}"]
 
 
 def test_tile_output_refuses_to_replace_files_without_force(tmp_path, capsys):

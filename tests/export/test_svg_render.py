@@ -98,3 +98,39 @@ def test_flatten_applies_scale_translate_and_rotation():
     assert 'points="5,7 5,-1"' in out  # the vertical edge of a region (rotated)
     assert out.count("non-scaling-stroke") == 1 and '<text x="1"' in out  # text groups kept
     assert "matrix(2,0,0,-3" not in out and "matrix(1,0,0,1,8,8)" in out
+
+
+def test_flatten_writes_opaque_band_fill_and_rotated_text_simple_renderers_draw():
+    """newuser F-a: ImageMagick's MSVG ignores fill-opacity (the band came out opaque orange)
+    and draws no text inside a matrix(0,-1,1,0,..) group (the y-axis titles were missing)."""
+    svg = ('<g fill="#ffa000" fill-opacity="0.215686" stroke="none"\n font-size="12"><rect x="1" y="1" '
+           'width="2" height="3"/></g>'
+           '<g fill="none" transform="matrix(0,-1,1,0,4,341.906)"\n><text fill="#282828" x="4" y="16.0625">'
+           'arena offset (bytes) </text></g>')
+    out = flatten_svg(svg)
+    assert 'fill="#ffebc8" fill-opacity="1"' in out and "0.215686" not in out  # (255,160,0,55) on white
+    assert '<text transform="rotate(-90 20.062 337.906)" fill="#282828" x="20.062" y="337.906">' in out
+    assert "matrix(0,-1,1,0" not in out
+
+
+def _orange(px: np.ndarray) -> int:
+    """Pixels of the band's full, opaque colour (255, 160, 0); :func:`_pixels` is BGR (Qt's RGB32)."""
+    return int((np.abs(px - np.array([0, 160, 255])).max(axis=2) < 24).sum())
+
+
+@pytest.mark.shared
+@pytest.mark.skipif(shutil.which("convert") is None, reason="ImageMagick convert not installed")
+def test_imagemagick_draws_the_band_translucent_like_the_png(tmp_path):
+    from viewer.analysis.intervals import analyze
+    from viewer.model.reader import load_model
+
+    m = load_model(shared_model("mlperftiny_vww_mobilenet_int8.tflite"))
+    a = analyze(m.subgraph(0), model=m)
+    svg, png, ref = tmp_path / "c.svg", tmp_path / "c_im.png", tmp_path / "c.png"
+    export_chart(a, plan_of(a, "greedy_by_size"), svg, width=W, height=H, model_name="vww.tflite")
+    export_chart(a, plan_of(a, "greedy_by_size"), ref, width=W, height=H, model_name="vww.tflite")
+    subprocess.run(["convert", "-background", "white", str(svg), str(png)], check=True, timeout=120)
+    im, qt = _pixels(png), _pixels(ref)
+    assert im.shape == qt.shape
+    # the band's edges and its legend swatch outline are orange in both; its body must not be
+    assert _orange(im) <= _orange(qt) * 1.5 + 200, (_orange(im), _orange(qt))

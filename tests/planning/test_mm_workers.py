@@ -69,9 +69,9 @@ def test_a_worker_that_dies_hands_its_preorder_back():
 
 
 def test_planner_with_processes_gives_a_verified_plan_and_ends_them(monkeypatch):
-    import viewer.planning.optimal as optimal
+    import viewer.planning._optimal_search as search
 
-    monkeypatch.setattr(optimal, "PROCESSES_AFTER", 0.0)
+    monkeypatch.setattr(search, "PROCESSES_AFTER", 0.0)
     problem, *_ = _j()
     plan = plan_optimal(problem, 1, time_limit=30, target_bytes=CAP, stop_at_target=True,
                         search_processes=True)
@@ -82,9 +82,9 @@ def test_planner_with_processes_gives_a_verified_plan_and_ends_them(monkeypatch)
 
 
 def test_cancel_with_processes_ends_them(monkeypatch):
-    import viewer.planning.optimal as optimal
+    import viewer.planning._optimal_search as search
 
-    monkeypatch.setattr(optimal, "PROCESSES_AFTER", 0.0)
+    monkeypatch.setattr(search, "PROCESSES_AFTER", 0.0)
     problem, *_ = _j()
     calls = []
 

@@ -113,3 +113,33 @@ def test_window_storage_menu_replans_and_compare_dock_shows_the_delta(qtbot, win
     edits = window.response.request.edits
     assert edits is None or not edits.tensor_dtypes
     assert window.response.analysis.usage(u.tensor).nbytes == u.nbytes
+
+
+def test_compare_charts_click_selects_and_store_as_edits_like_the_main_chart(qtbot, window):
+    """A click in either compare chart selects the tensor in the table and the main chart; its
+    right-click "Store as float16" re-plans, as on the main chart (they were connected to nothing)."""
+    from PySide6.QtCore import Qt
+
+    resp = open_and_wait(qtbot, window, shared_model(SMALL))
+    a = resp.analysis
+    window.compare_action.trigger()
+    window.resize(1400, 900)
+    cmp = window.compare
+    qtbot.waitUntil(lambda: cmp.right.chart_data() is not None, timeout=10_000)
+    qtbot.wait(50)
+    plan = resp.plans[window.planner]
+    u = max((u for u in a.usages if u.alias_of is None and u.kind == "intermediate"),
+            key=lambda u: u.nbytes * (u.last_op - u.first_op + 1))
+    x, y = (u.first_op + u.last_op + 1) / 2, plan.offsets[u.tensor] + u.nbytes / 2
+    assert cmp.right.tensor_at(x, y) == u.tensor
+    pos = cmp.right.view.mapFromScene(cmp.right.scene_pos_of(x, y))
+    qtbot.mouseClick(cmp.right.view.viewport(), Qt.MouseButton.LeftButton, pos=pos)
+    assert window.document.selected == u.tensor
+    assert window.table.selected_tensor() == u.tensor and window.chart.selected_tensor() == u.tensor
+    assert cmp.left.selected_tensor() == u.tensor
+    shown = []
+    window.view_changed.connect(lambda: shown.append(1))
+    menu = cmp.left.context_menu(u.tensor)
+    next(act for act in menu.actions() if act.data() == "float16").trigger()
+    qtbot.waitUntil(lambda: bool(shown) and window.response.request.edits is not None, timeout=60_000)
+    assert dict(window.response.request.edits.tensor_dtypes) == {u.tensor: "float16"}

@@ -41,6 +41,28 @@ def test_runtime_selector_switches_to_tflm_plans(qtbot, window):
     assert "TFLite Micro: head 73,728 B" in text and "LiteRT arena 82,944 B" in text
 
 
+def test_each_runtime_headlines_its_own_plan_and_labels_others_what_if(qtbot, window):
+    """newuser F-0: the chart title and Summary's Arena line show the runtime's own plan by
+    default (litert / tflm_greedy); another planner is labelled a what-if, in check's words."""
+    open_and_wait(qtbot, window, shared_model("mlperftiny_vww_mobilenet_int8.tflite"))
+    assert window.document.planner == "litert"
+    title, arena = window.chart._data.title, window.side.arena_label.text()
+    assert " litert: arena " in title and "what-if" not in title and "what-if" not in arena
+    window.set_planner("greedy_by_size")
+    want = "what-if: greedy_by_size's layout; LiteRT does not use it"
+    assert want in window.chart._data.title and want in window.side.arena_label.text()
+    assert _switch_to_tflm(qtbot, window) == []
+    assert window.document.planner == "tflm_greedy"  # not the smaller greedy_by_size (63.0 KiB)
+    title, arena = window.chart._data.title, window.side.arena_label.text()
+    assert "tflm_greedy: arena 72.0 KiB" in title and "73,728 B" in arena
+    assert "what-if" not in title and "what-if" not in arena
+    window.set_planner("greedy_by_size")
+    want = ("what-if: greedy_by_size's layout; TFLM does not use it unless it is written into "
+            "the model (arena-viewer offline-plan)")
+    assert want in window.chart._data.title and want in window.side.arena_label.text()
+    assert "63.0 KiB" in window.chart._data.title
+
+
 def test_save_with_this_plan_writes_tflms_offline_entry(qtbot, window, tmp_path, monkeypatch):
     from viewer.model.offline_plan import read_offline_offsets
     from viewer.ui import file_actions
@@ -83,6 +105,8 @@ def test_vela_under_tflm_shows_its_offline_plan(qtbot, window, dialogs_seen, tmp
     resp = window.response
     assert window.runtime_combo.currentData() == "tflm" and resp.request.runtime == "tflm"
     assert resp.plans["tflm_greedy"].arena_bytes == 74464 == resp.analysis.lower_bound_bytes
+    assert window.document.planner == "tflm_greedy"  # the offline plan TFLM keeps, by default
+    assert "tflm_greedy: arena 72.7 KiB" in window.chart._data.title
     status = window.status_label.text()  # one line, naming TFLM's head
     assert "\n" not in status and "TFLite Micro: head 74,464 B" in status, status
     window.set_planner("tflm_greedy")

@@ -59,6 +59,12 @@ def test_grid_split_and_runtime_confirmation(qtbot, window):
     qtbot.waitUntil(lambda: panel.runtime_line.text().startswith("LiteRT"), timeout=120_000)
     assert panel.runtime_line.text().startswith("LiteRT confirms: 4 signatures + tail, arenas equal")
     assert w.tiling.verification["measured_peak_bytes"] == 905_088
+    # newuser F-1: the peak assumes the stages share one arena; as written all are resident
+    v = w.tiling.verification
+    assert "if the stages share one arena in turn" in panel.figures.text()
+    assert "deployed with LiteRT as written (every stage's arena resident)" in panel.figures.text()
+    assert f"{v['deployed_bytes']:,d} B deployed as written (all resident)" in panel.runtime_line.text()
+    assert v["arenas_disjoint"] and v["deployed_bytes"] > 905_088
 
 
 def test_right_click_split_here_and_compare(qtbot, window):

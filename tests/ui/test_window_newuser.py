@@ -240,3 +240,62 @@ def test_view_menu_and_summary_select_a_subgraph_or_signature(qtbot, window, nam
     with qtbot.waitSignal(w.view_changed, timeout=60_000):
         w.side.subgraph_combo.setCurrentIndex(0)
     assert w.response.request.subgraph == 0 and w.subgraph_menu.actions()[0].isChecked()
+
+
+# --- #15: File > Export JSON, other subgraphs' arenas ---------------------------------------------
+
+
+def test_json_export_labels_other_subgraphs_and_uses_the_measured_arenas(qtbot, settings, tmp_path,  # noqa: F811
+                                                                          monkeypatch):
+    import json
+
+    from PySide6.QtWidgets import QFileDialog
+
+    from viewer.ui.main_window import MainWindow
+
+    w = MainWindow(settings=settings, measure=True)
+    qtbot.addWidget(w)
+    w.show()
+    try:
+        resp = open_and_wait(qtbot, w, shared_model("litert_testdata_nested_while.tflite"))
+        fp = resp.footprint
+        assert fp is not None and fp.other_subgraphs and {s.source for s in fp.other_subgraphs} == {"measured"}
+        out = tmp_path / "r.json"
+        (action,) = [a for a in w.menuBar().actions()[0].menu().actions() if a.text() == "Export &JSON…"]
+        monkeypatch.setattr(QFileDialog, "getSaveFileName", staticmethod(lambda *a, **k: (str(out), "")))
+        action.trigger()  # File > Export JSON…, the save dialog answered with ``out``
+        r = json.loads(out.read_text())
+        got = {e["subgraph"]: (e["arena_bytes"], e["source"]) for e in r["subgraphs_reached"]}
+        assert got == {s.index: (s.arena_bytes, "measured") for s in fp.other_subgraphs}
+        assert r["other_subgraphs_bytes"] == fp.other_subgraphs_bytes == sum(b for b, _ in got.values())
+    finally:
+        w.runner.shutdown()
+        w.tiling.shutdown()
+
+
+# --- #10: the budget while the tiled execution is shown ------------------------------------------
+
+
+def test_budget_follows_the_tiled_footprint_as_check_tile_counts_it(qtbot, window, monkeypatch, capsys):
+    import json
+
+    from viewer.cli import main as cli
+
+    w = window
+    model = str(shared_model("mobilenet_v2_224_int8.tflite"))
+    _quiet_tiling(monkeypatch, w)
+    open_and_wait(qtbot, w, model)
+    w.whatif.use_budget.setChecked(True)
+    w.whatif.limit.unit.setCurrentText("MiB")
+    w.whatif.limit.value.setValue(8.0)
+    untiled = w.side.budget_label.text()
+    assert "tiled" not in untiled
+    _tick_show_tiled(qtbot, w)
+    capsys.readouterr()
+    cli(["check", model, "--budget", "8MiB", "--tile", "4x4@12", "--no-measure", "--json"])
+    (arena,) = [t["bytes"] for t in json.loads(capsys.readouterr().out)["terms"] if t["name"] == "tensor arena"]
+    text = w.side.budget_label.text()
+    assert f"{arena:,}" in text and "tensor arena, tiled (" in text and "patches through operator #12" in text, text
+    # Untiled again: the untiled footprint comes back.
+    w.tiling.panel.show_tiled.setChecked(False)
+    assert w.side.budget_label.text() == untiled

@@ -16,7 +16,7 @@ import argparse
 import json
 import sys
 
-from viewer.units import format_bytes, parse_size
+from viewer.units import SIZE_SYNTAX, format_bytes, parse_size
 
 #: Exit status when no memory cgroup can be created: the check cannot be made here.
 EXIT_NO_CGROUP = 3
@@ -35,7 +35,7 @@ def add_args(p) -> None:
                    help="with --cgroup: count the weights in check's total (copied, default) or not "
                         "(mapped), as check does")
     p.add_argument("--runtime-overhead", default="0", metavar="SIZE",
-                   help="with --cgroup: the runtime overhead check's total adds (default 0)")
+                   help=f"with --cgroup: the runtime overhead check's total adds (default 0), in {SIZE_SYNTAX}")
 
 
 def _b(n) -> str:

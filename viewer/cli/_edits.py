@@ -1,7 +1,7 @@
 """What-if flags shared by ``plan``, ``check`` and ``export``.
 
 ``add_edit_args(parser)`` adds ``--input-shape [NAME=]1x512x512x3`` (repeatable), ``--batch N``,
-``--activation-dtype float32|float16|bfloat16|int8``, ``--tensor-dtype ID=DTYPE`` (repeatable)
+``--activation-dtype float32|float16|bfloat16|int8|int4``, ``--tensor-dtype ID=DTYPE`` (repeatable)
 and ``--rescale-fixed-sizes``; ``edits_from_args(args)`` turns them into a :class:`~viewer.whatif.edits.WhatIfEdits`.
 """
 
@@ -15,6 +15,8 @@ from viewer.model.dtypes import BITS
 from viewer.whatif.apply import ACTIVATION_DTYPES
 from viewer.whatif.edits import WhatIfEdits
 
+#: Dtypes ``--tensor-dtype`` accepts: every TensorType with a fixed size, in BITS order.
+TENSOR_DTYPES = tuple(d for d in BITS if d != "resource")
 _DIMS = re.compile(r"\d+(?:[x,]\d+)*")
 
 
@@ -30,7 +32,8 @@ def add_edit_args(parser: argparse.ArgumentParser) -> None:
     g.add_argument("--batch", default=None, metavar="N", help="batch size (dimension 0 of every input), N >= 1")
     g.add_argument(
         "--activation-dtype", default=None, metavar="DTYPE",
-        help=f"store every non-constant float tensor as DTYPE ({'|'.join(ACTIVATION_DTYPES)}); "
+        help=f"store every non-constant float tensor as DTYPE, one of {', '.join(ACTIVATION_DTYPES)} "
+        "(int4: two elements per byte, rounded up per tensor, as LiteRT packs it); "
         "a storage what-if, weights untouched",
     )
     g.add_argument(
@@ -40,7 +43,9 @@ def add_edit_args(parser: argparse.ArgumentParser) -> None:
     )
     g.add_argument(
         "--tensor-dtype", action="append", default=[], metavar="ID=DTYPE",
-        help="store tensor ID as DTYPE (after --activation-dtype). Repeatable.",
+        help="store tensor ID (a non-constant tensor's index) as DTYPE, one of "
+        f"{', '.join(TENSOR_DTYPES)} (sub-byte types packed, rounded up per tensor); "
+        "applied after --activation-dtype. Repeatable.",
     )
 
 
@@ -98,10 +103,10 @@ def edits_from_args(args: argparse.Namespace, *, rescale_needs_shape: bool = Tru
     for item in getattr(args, "tensor_dtype", None) or []:
         idx, sep, dt = str(item).partition("=")
         dt = dt.strip().lower()
-        if not sep or not idx.strip().isdigit() or dt not in BITS:
-            raise UsageError(
-                f"--tensor-dtype {item!r}: use ID=DTYPE with a tensor index and a dtype such as float16 or int8"
-            )
+        if not sep or not idx.strip().isdigit():
+            raise UsageError(f"--tensor-dtype {item!r}: use ID=DTYPE with a tensor index, e.g. 7=float16")
+        if dt not in TENSOR_DTYPES:
+            raise UsageError(f"--tensor-dtype {item!r}: unknown dtype {dt!r}; use one of {', '.join(TENSOR_DTYPES)}")
         tdt[int(idx)] = dt
     if len(shapes) > 1 and getattr(args, "model", None):
         _check_distinct_inputs(args.model, int(getattr(args, "subgraph", 0) or 0), shapes)

@@ -33,7 +33,7 @@ from viewer.cli._edits import add_edit_args, edit_notes, edits_from_args
 from viewer.errors import UsageError
 from viewer.model.reader import load_model
 from viewer.planning.registry import get_planner
-from viewer.units import format_bytes, parse_size
+from viewer.units import SIZE_SYNTAX, format_bytes, parse_size
 from viewer.whatif.budget import WEIGHTS_MODES, fixed_bytes
 from viewer.whatif.footprint import SOURCE_ESTIMATED, SOURCE_MEASURED, Term, footprint, signature_keys
 from viewer.whatif.verdict import (EXIT_CODES, VERDICT_CANNOT_TELL, VERDICT_DOES_NOT_FIT, VERDICT_FITS, batch_growth,
@@ -59,7 +59,7 @@ def add_parser(sub) -> None:
         "fits, 1 when not.",
     )
     add_model_args(p)
-    p.add_argument("--budget", required=True, metavar="SIZE", help="device limit, e.g. 4MiB, 512KB, 1.5GiB")
+    p.add_argument("--budget", required=True, metavar="SIZE", help=f"device limit in {SIZE_SYNTAX}")
     p.add_argument("--planner", default="litert", metavar="NAME",
                    help="also print what the arena would be with this planner's layout, as a "
                         "what-if: best (the smallest non-exact plan) or one of: "
@@ -75,7 +75,7 @@ def add_parser(sub) -> None:
     p.add_argument("--runtime-overhead", default=None, metavar="SIZE",
                    help="runtime overhead added to the sum instead of the measured one (by "
                         "default: the anonymous memory one LiteRT interpreter adds in a fresh "
-                        "process beyond the arena, persistent and other subgraphs' terms)")
+                        f"process beyond the arena, persistent and other subgraphs' terms), in {SIZE_SYNTAX}")
     p.add_argument("--delegates", choices=("none", "default"), default="none",
                    help="the configuration whose runtime overhead is measured: none (LiteRT "
                         "without default delegates, XNNPACK off, the default; the arena is "
@@ -318,6 +318,36 @@ _VERDICT_TEXT = {VERDICT_FITS: "fits", VERDICT_DOES_NOT_FIT: "DOES NOT FIT",
                  VERDICT_CANNOT_TELL: "CANNOT TELL whether it fits"}
 
 
+def _dynamic_batch(args, model) -> bool:
+    """No --batch given and a graph input's batch is dynamic (-1 first in shape_signature)."""
+    edits = _edits_of(args)
+    if edits is not None and edits.batch is not None:
+        return False
+    sg = model.subgraph(args.subgraph)
+    return any(sg.tensors[t].shape_signature and sg.tensors[t].shape_signature[0] == -1
+               for t in sg.inputs if t >= 0)
+
+
+def _estimated_terms(rep) -> list:
+    """The counted terms computed by a stated rule rather than measured or planned."""
+    return [t for t in rep.terms if t.counted and t.source == SOURCE_ESTIMATED]
+
+
+def _verdict_text(args, model, rep) -> str:
+    """The headline's verdict word with what it rests on: an assumed batch 1 of a dynamic
+    batch, an estimated term, an assumption of --tile-stages in-turn."""
+    text = _VERDICT_TEXT[rep.verdict]
+    if rep.verdict == VERDICT_FITS and _dynamic_batch(args, model):  # over at 1 is over anyway
+        text += " at batch 1 (dynamic batch)"
+    est = _estimated_terms(rep)
+    if est:
+        text += " (estimated: " + ", ".join(t.name for t in est) + ", by the rule the terms below state)"
+    tiled = getattr(args, "_tile", None)
+    if tiled is not None and tiled.get("stages") == "in-turn" and rep.verdict != VERDICT_DOES_NOT_FIT:
+        text += " (assuming the tiled stages share one arena in turn: --tile-stages in-turn)"
+    return text
+
+
 def _term_line(t, batch: int, first: bool) -> str:
     name = f"tensor arena at batch {batch}" if first else t.name
     if t.name == "weights":
@@ -332,7 +362,7 @@ def _print_lines(args, model, fp, rep, found) -> None:
     tiled = getattr(args, "_tile", None)
     sigs = signature_keys(model, args.subgraph)
     where = f"subgraph {args.subgraph}" + (f" (signature {', '.join(sigs)})" if sigs else "")
-    out(f"{model.path} {where}: {_VERDICT_TEXT[rep.verdict]} in {_b(rep.limit)} "
+    out(f"{model.path} {where}: {_verdict_text(args, model, rep)} in {_b(rep.limit)} "
         f"with planner {fp.planner}")
     out(f"  configuration: {configuration(args, fp)}")
     out(f"  counted: {rep.terms[0].source}: {rep.terms[0].method}")
@@ -412,6 +442,9 @@ def _print_json(args, model, fp, rep, found) -> None:
         "planner": fp.planner,
         "verdict": rep.verdict,
         "fits": rep.verdict == VERDICT_FITS,
+        "verdict_text": _verdict_text(args, model, rep),
+        "estimated": bool(_estimated_terms(rep)),
+        "dynamic_batch": _dynamic_batch(args, model),
         "configuration": configuration(args, fp),
         "unknowns": list(fp.unknowns),
         "terms": [{"name": t.name, "bytes": int(t.bytes), "source": t.source, "method": t.method,

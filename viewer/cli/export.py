@@ -29,8 +29,12 @@ def add_parser(sub) -> None:
     p.add_argument("--planner", default=None, metavar="NAME",
                    help="plan to draw (default: the smallest of every non-exact planner). "
                         f"Known: {known_planners_help()}")
-    p.add_argument("--width", type=int, default=1600, metavar="PX", help="image width (default 1600)")
-    p.add_argument("--height", type=int, default=1000, metavar="PX", help="image height (default 1000)")
+    p.add_argument("--width", type=int, default=1600, metavar="PX",
+                   help="image width, 200..16384 (default 1600); a PNG has at most 8192x8192 pixels "
+                        "in all (64 Mi px: 256 MiB to draw, the most Qt and ImageMagick open by "
+                        "default), larger charts go to .svg")
+    p.add_argument("--height", type=int, default=1000, metavar="PX",
+                   help="image height, 200..16384 (default 1000); see --width for the PNG limit")
     p.add_argument("--color-by", choices=("kind", "op"), default="kind",
                    help="colour tensors by kind (default) or by producer op type")
     p.add_argument("--time-limit", type=float, default=None, metavar="S",

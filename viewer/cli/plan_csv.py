@@ -18,7 +18,7 @@ from viewer.errors import UsageError
 from viewer.planning.csv_io import read_problem_csv
 from viewer.planning.registry import get_planner
 from viewer.planning.run import best_plan_name, run_planners
-from viewer.units import format_bytes, parse_size
+from viewer.units import SIZE_SYNTAX, format_bytes, parse_size
 
 #: Exit codes with ``--capacity`` (as ``check``): fits, proven not to fit, not decided.
 FITS, DOES_NOT_FIT, NOT_DECIDED = 0, 1, 3
@@ -42,7 +42,7 @@ def add_parser(sub) -> None:
     )
     p.add_argument(
         "--capacity", default=None, metavar="SIZE",
-        help="answer 'does it fit in SIZE?' (e.g. 1048576, 1MiB), the question MiniMalloc's "
+        help=f"answer 'does it fit in SIZE?' (SIZE in {SIZE_SYNTAX}), the question MiniMalloc's "
         "--capacity asks: the exact planner stops at its first plan within SIZE or when it proves "
         "none exists. Exit 0 fits, 1 proven not to fit, 3 not decided within --time-limit",
     )

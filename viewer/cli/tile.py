@@ -113,7 +113,11 @@ def _print(rep: dict) -> None:
             f"(input crop {ps['patch_input_shape']}) + cut {_b(ps['cut_bytes'])} + input {_b(ps['input_bytes'])}")
         out(f"  tail stage:  {_b(rep['tail_stage']['arena_bytes'])}")
         out(f"  peak:        {_b(rep['peak_bytes'])}  reduction {rep['reduction']:.2f}x, "
-            f"recompute +{rep['overhead_pct']:.1f}% MACs")
+            f"recompute +{rep['overhead_pct']:.1f}% MACs; assumes the stages run in turn in one "
+            "arena (each interpreter built and freed before the next)")
+        out(f"  deployed with LiteRT as written (-o: patch.tflite, every signature allocated, + "
+            f"tail.tflite, all resident): {_b(rep['deployed_bytes'])} planned = every signature's "
+            "arena + tail + cut + input")
         for k in ("streamed_peak_bytes", "resident_peak_bytes"):
             if k in rep:
                 out(f"  with the input {k.split('_')[0]}: peak {_b(rep[k])}")
@@ -127,6 +131,7 @@ def _print(rep: dict) -> None:
         out(f"  LiteRT on {rep['output_dir']}: arenas {'equal' if v['arenas_equal'] else 'DIFFER'} "
             f"({len(v['signatures'])} signatures + tail); measured peak {_b(v['measured_peak_bytes'])}; "
             f"stitched cut {'equal' if v['cut_equal'] else 'DIFFERS'}; outputs {'equal' if v['outputs_equal'] else 'DIFFER'}")
+        out(f"  LiteRT deployed as written: {_b(v['deployed_bytes'])} measured ({v['deployed_note']})")
     for n in rep.get("notes", ()):
         out(f"note: {n}")
 

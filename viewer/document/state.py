@@ -29,6 +29,7 @@ from viewer.document.work import (
     compute_reorder,
     optimal_summary,
 )
+from viewer.document.runtime_plan import runtime_plan_name
 from viewer.planning.types import DEFAULT_ALIGNMENT
 from viewer.whatif.edits import WhatIfEdits, edits_label
 
@@ -362,8 +363,9 @@ class Document:
         new_subgraph = new_model or previous.request.subgraph != resp.request.subgraph
         self._full = resp
         self._edits = resp.request.edits
-        if new_model:
-            self._selected = None
+        if new_model or previous.request.runtime != resp.request.runtime:
+            self._selected = None if new_model else self._selected
+            self._planner = None  # another model or runtime: that runtime's own plan first
         if new_subgraph:
             self._tensor_dtypes = {}
             self._panel_edits = WhatIfEdits()
@@ -398,11 +400,12 @@ class Document:
                 + (f" — {'; '.join(resp.measure_note.splitlines())}" if resp.measure_note and not stage else ""))
 
     def _fit_planner_and_selection(self) -> None:
-        """Keep the planner when the shown response has that plan, else its smallest; drop a
-        selection the shown analysis does not hold."""
+        """Keep the planner when the shown response has that plan, else the runtime's own plan
+        (:func:`~viewer.document.runtime_plan.runtime_plan_name`); drop a selection the shown
+        analysis does not hold."""
         resp = self.response
         if self._planner not in resp.plans:
-            self._planner = resp.best if resp.best in resp.plans else next(iter(resp.plans), None)
+            self._planner = runtime_plan_name(resp.request.runtime, resp.plans, resp.best)
         if self._selected is not None and resp.analysis.usage(self._selected) is None:
             self._selected = None
 

@@ -218,6 +218,7 @@ def build_chart_data(
     color_by: str = "kind",
     model_name: str = "model",
     subgraph: int | None = None,
+    note: str = "",
 ) -> ChartData:
     """Build what the packing chart draws for ``plan`` of ``analysis``.
 
@@ -236,6 +237,9 @@ def build_chart_data(
         Shown in the title (usually the file's name).
     subgraph : int, optional
         Shown in the title; defaults to ``analysis.subgraph.index``.
+    note : str
+        Appended to the title after " — " (e.g. "what-if: greedy_by_size's layout; LiteRT
+        does not use it ..."); "" for none.
 
     Returns
     -------
@@ -296,7 +300,8 @@ def build_chart_data(
         arena_bytes=int(plan.arena_bytes), naive_bytes=int(analysis.naive_bytes),
         widest_op=widest, widest_op_name=analysis.op_name(widest) if widest >= 0 else "-",
         num_ops=analysis.num_ops, model_name=model_name, subgraph=sg, planner=plan.planner,
-        title=_title(model_name, sg, plan.planner, int(plan.arena_bytes), lower),
+        title=_title(model_name, sg, plan.planner, int(plan.arena_bytes), lower)
+        + (f" — {note}" if note else ""),
         names=names, gap_bound=max(_gap_bound(analysis, plan), lower),
         alignment=int(plan.alignment or 1),
     )

@@ -19,6 +19,11 @@ SUFFIXES = (".png", ".svg")
 HEADLESS_PLATFORMS = ("offscreen", "minimal", "minimalegl", "vnc", "eglfs", "linuxfb", "vkkhrdisplay")
 #: Limits of the image size, in pixels.
 MIN_SIZE, MAX_SIZE = 200, 16384
+#: The most pixels a PNG may have: 8192 x 8192 (64 Mi px). Drawing it takes 4 B per pixel
+#: (256 MiB ARGB32) on top of the process, and it is the largest image Qt's reader opens under
+#: its default 256 MB allocation limit (``QImageReader::allocationLimit``); ImageMagick's default
+#: policy (area 128MP, width/height 16KP) refuses 16384 x 16384. Larger charts: SVG.
+PNG_MAX_PIXELS = 8192 * 8192
 
 
 def ensure_qt_app():
@@ -55,7 +60,8 @@ def check_output(path: str | Path, width: int, height: int) -> str:
     Raises
     ------
     viewer.errors.UsageError
-        Unknown suffix, size out of range, missing folder, a folder, no write permission.
+        Unknown suffix, size out of range (each side ``MIN_SIZE..MAX_SIZE`` px; a PNG at most
+        ``PNG_MAX_PIXELS`` pixels in all), missing folder, a folder, no write permission.
     """
     path = Path(path)
     suffix = path.suffix.lower()
@@ -66,6 +72,12 @@ def check_output(path: str | Path, width: int, height: int) -> str:
     for name, v in (("width", width), ("height", height)):
         if not isinstance(v, int) or not MIN_SIZE <= v <= MAX_SIZE:
             raise UsageError(f"{path}: {name} {v!r} px is out of range ({MIN_SIZE}..{MAX_SIZE})")
+    if suffix == ".png" and width * height > PNG_MAX_PIXELS:
+        raise UsageError(
+            f"{path}: {width}x{height} px is {width * height / 2**20:.1f} Mi px, above the PNG limit of "
+            f"{PNG_MAX_PIXELS // 2**20} Mi px (8192x8192, which Qt and ImageMagick still open and takes "
+            f"256 MiB to draw); use .svg for a larger chart"
+        )
     parent = path.parent if str(path.parent) not in ("",) else Path(".")
     if not parent.exists():
         raise UsageError(f"{path}: folder {path.parent} does not exist")

@@ -101,7 +101,7 @@ def persistent_and_reached(model: Model, subgraph_index: int, analysis: Analysis
         if name and name != "litert_measured":
             arena = run_planners(sa.problem(), [name])[name].arena_bytes
         others.append({"subgraph": idx, "reached_by": how, "lower_bound_bytes": sa.lower_bound_bytes,
-                       "arena_bytes": arena})
+                       "arena_bytes": arena, "source": None if arena is None else "planned"})
     if others:
         notes.append(f"{len(others)} more subgraph(s) run through control flow, each with its own arena "
                      f"(see 'arena-viewer plan --subgraph N'): "
@@ -110,6 +110,23 @@ def persistent_and_reached(model: Model, subgraph_index: int, analysis: Analysis
         notes.append(f"{format_bytes(persistent)} of persistent tensors (computed at prepare time, "
                      "variables) live outside the arena, in anonymous memory")
     return notes, {"persistent_bytes": int(persistent), "subgraphs_reached": others}
+
+
+def with_footprint_subgraphs(report: dict[str, Any], footprint) -> dict[str, Any]:
+    """``report`` with its ``subgraphs_reached`` arenas taken from ``footprint`` (the
+    :class:`viewer.whatif.footprint.Footprint` the window's budget counts, as ``check`` does):
+    the runtime's measured arena of each subgraph where it was measured, each entry's
+    ``source`` saying which (``"measured"`` or ``"planned"``). Subgraphs the footprint does not
+    list keep the report's planned figure and label. Returns ``report`` (changed in place)."""
+    by_index = {s.index: s for s in getattr(footprint, "other_subgraphs", ())}
+    for entry in report.get("subgraphs_reached", ()):
+        s = by_index.get(entry["subgraph"])
+        if s is not None:
+            entry["arena_bytes"] = int(s.arena_bytes)
+            entry["source"] = s.source
+    if by_index:
+        report["other_subgraphs_bytes"] = int(footprint.other_subgraphs_bytes)
+    return report
 
 
 def build_report(

@@ -8,7 +8,13 @@ ImageMagick and CairoSVG implement SVG Tiny's ``vector-effect`` partly or not at
 those strokes (and their dash patterns) scaled by the matrix: outlines tens of pixels thick,
 the widest-operator band as stripes. This module applies each axis-aligned group matrix to the
 coordinates of the shapes in it, so the matrix becomes the identity, the stroke widths are in
-pixels as drawn, and the file means the same in every renderer. No Qt.
+pixels as drawn, and the file means the same in every renderer.
+
+Two more forms simple renderers miss (ImageMagick's internal MSVG ignores ``fill-opacity``
+and draws no text inside a rotated group): a translucent group fill (the widest operator's
+band, drawn under the rectangles, over the white plot) is written as the opaque colour it
+makes over white; text in a 90-degree-rotated group is written as ``<text x y
+transform="rotate(-90 x y)">`` with the group's matrix applied to its anchor. No Qt.
 """
 
 from __future__ import annotations
@@ -115,17 +121,63 @@ def _shape(tag: str, t: _Affine) -> str | None:
     return tag.replace(' vector-effect="non-scaling-stroke"', "")
 
 
+_FILL = re.compile(r'(?:^|\s)fill="#(?P<rgb>[0-9a-fA-F]{6})"\s+fill-opacity="(?P<a>[0-9.]+)"')
+
+
+def _opaque_fill(attrs: str) -> str:
+    """``attrs`` with a translucent ``fill``/``fill-opacity`` pair replaced by the opaque
+    colour it gives over white (the paper; the chart's plot background)."""
+    m = _FILL.search(attrs)
+    if m is None or not 0 < float(m.group("a")) < 1:
+        return attrs
+    a, rgb = float(m.group("a")), m.group("rgb")
+    blend = "".join(f"{round(int(rgb[k:k + 2], 16) * a + 255 * (1 - a)):02x}" for k in (0, 2, 4))
+    lead = attrs[m.start():m.start() + 1] if attrs[m.start():m.start() + 1].isspace() else ""
+    return attrs[:m.start()] + f'{lead}fill="#{blend}" fill-opacity="1"' + attrs[m.end():]
+
+
+def _rotated_text(attrs: str, body: str, t: "_Affine") -> str | None:
+    """A group of text rotated by -90 degrees (``matrix(0,-1,1,0,e,f)``, pyqtgraph's y-axis
+    titles) as text elements each rotated about its own anchor; None when it is not that."""
+    if not (t.a == 0 and t.d == 0 and t.b == -1 and t.c == 1) or re.search(r"<(?:image|use)\b", body):
+        return None
+    if any(el.group(1) in _SHAPES for el in re.finditer(r"<(\w+)\b[^>]*>", body)):
+        return None
+
+    def one(el: re.Match) -> str:
+        tag = el.group(0)
+        try:
+            x, y = t.point(float(_attr(tag, "x") or 0), float(_attr(tag, "y") or 0))
+        except ValueError:
+            return tag
+        for k, v in (("x", x), ("y", y)):
+            tag = _set(tag, k, _fmt(v)) if _attr(tag, k) is not None else tag.replace(
+                "<text", f'<text {k}="{_fmt(v)}"', 1)
+        return tag.replace("<text", f'<text transform="rotate(-90 {_fmt(x)} {_fmt(y)})"', 1)
+
+    texts = re.sub(r"<text\b[^>]*>", one, body)
+    return f"<g {_MATRIX.sub('', attrs)}>{texts}</g>"
+
+
 def _flatten_group(m: re.Match) -> str:
-    attrs, body = m.group("attrs"), m.group("body")
+    attrs, body = _opaque_fill(m.group("attrs")), m.group("body")
     mm = _MATRIX.search(attrs)
+    if mm is not None and "<text" in body:
+        try:
+            t = _Affine(*(float(v) for v in mm.group(1).split(",")))
+        except (TypeError, ValueError):
+            t = None
+        rotated = _rotated_text(attrs, body, t) if t is not None else None
+        if rotated is not None:
+            return rotated
     if mm is None or "non-scaling-stroke" not in body:
-        return m.group(0)
+        return f"<g {attrs}>{body}</g>"
     try:
         a, b, c, d, e, f = (float(v) for v in mm.group(1).split(","))
     except ValueError:
-        return m.group(0)
+        return f"<g {attrs}>{body}</g>"
     if re.search(r"<(?:text|image|use)\b", body):
-        return m.group(0)  # text keeps its matrix (glyphs are not shapes we rewrite)
+        return f"<g {attrs}>{body}</g>"  # text keeps its matrix (glyphs are not shapes we rewrite)
     t = _Affine(a, b, c, d, e, f)
     out, pos = [], 0
     for el in re.finditer(r"<(\w+)\b[^>]*>", body):
@@ -133,7 +185,7 @@ def _flatten_group(m: re.Match) -> str:
             continue
         new = _shape(el.group(0), t)
         if new is None:
-            return m.group(0)
+            return f"<g {attrs}>{body}</g>"
         out += [body[pos:el.start()], new]
         pos = el.end()
     out.append(body[pos:])

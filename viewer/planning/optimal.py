@@ -9,19 +9,20 @@ y (byte offsets): dynamic storage allocation, NP-hard. The planner
 3. asks a MiniMalloc-style exact search (:mod:`viewer.planning._minimalloc`; Moffitt, ASPLOS
    2023, google/minimalloc src/solver.cc) whether the arena fits in capacities between the
    proven bound and the best arena, descending from the best arena in passes of geometrically
-   growing time slices, the bound itself resumed in each pass (:func:`_dfs_stage`); the
-   preorders of each search run at the same time in worker processes once it has run
-   :data:`PROCESSES_AFTER` seconds (:mod:`viewer.planning._mm_workers`);
+   growing time slices, the bound itself resumed in each pass
+   (:mod:`viewer.planning._optimal_search`); the preorders of each search run at the same
+   time in worker processes once it has run :data:`PROCESSES_AFTER` seconds
+   (:mod:`viewer.planning._mm_workers`);
 4. hands whatever gap is left to OR-Tools CP-SAT (fixed x intervals, y intervals of fixed size,
    ``AddNoOverlap2D``, minimise the highest end, hinted with the best plan, bounded below by the
    proven bound; offsets are ``alignment * k``), which also tightens the proven bound;
 
-and stops at the lower bound or at ``time_limit`` seconds.
+and stops at the lower bound or at ``time_limit`` seconds. The run's best plan and bound live in
+:class:`viewer.planning._optimal_state._Anytime`; CP-SAT is :mod:`viewer.planning._optimal_cp_sat`.
 """
 
 from __future__ import annotations
 
-import threading
 import time
 from typing import Any
 
@@ -29,15 +30,18 @@ import numpy as np
 
 from viewer.errors import PlanCancelled, PlanningError
 from viewer.planning import _minimalloc as mm
-from viewer.planning.bounds import round_up, size_granularity
+from viewer.planning._optimal_cp_sat import _cp_sat_stage
+from viewer.planning._optimal_search import (  # noqa: F401 (re-exported: the search's tunables)
+    BOUND_SHARE, DESCENT_TRIES, FIRST_SLICE, PROCESSES_AFTER, _dfs_stage,
+)
+from viewer.planning._optimal_state import NAME, _Anytime
+from viewer.planning.bounds import size_granularity
 from viewer.planning.registry import register
 from viewer.planning.types import DEFAULT_ALIGNMENT, Plan, PlanningProblem, unique_sorted
 from viewer.units import format_bytes
 
 #: Seconds when ``time_limit`` is None.
 DEFAULT_TIME_LIMIT = 10.0
-
-NAME = "optimal"
 
 #: Problems with more buffers of positive size than this skip the exact searches (their
 #: sweep and CP-SAT model grow with the pairs of overlapping buffers) and keep the best
@@ -110,296 +114,6 @@ def _heuristic_plans(problem, alignment, cancelled, time_limit) -> dict[str, Pla
             continue
         out[name] = plan
     return out
-
-
-class _Anytime:
-    """Best plan, proven bound and bookkeeping for one run."""
-
-    def __init__(self, problem, alignment, deadline, t0, progress, cancelled, improved=None):
-        self.problem = problem
-        self.improved = improved
-        self.alignment = alignment
-        self.deadline = deadline
-        self.t0 = t0
-        self.progress = progress
-        self.cancelled = cancelled
-        self.best_offsets: dict[int, int] = {}
-        self.zero_offsets: dict[int, int] = {}  # zero-size buffers: offset 0, not searched
-        self.best_arena = 0
-        self.best_from = ""
-        self.bound = 0
-        self.granularity = 1  # the optimum is a multiple of it
-        self.stop_target: int | None = None  # stop once this budget is met or proven unmeetable
-        self.log: list[dict[str, Any]] = []
-        self._last_fraction = 0.0
-
-    def offer(self, offsets: dict[int, int], source: str) -> bool:
-        """Keep ``offsets`` if smaller than the best so far and valid (checked by
-        :func:`verify_plan`, so a search bug can never reach the user as a bad plan)."""
-        from viewer.planning.verify import verify_plan
-
-        arena = max((offsets[b.id] + b.size for b in self.problem.buffers), default=0)
-        if self.best_offsets and arena >= self.best_arena:
-            return False
-        try:
-            verify_plan(self.problem, Plan(NAME, offsets, int(arena), self.alignment))
-        except PlanningError as e:
-            self.log.append({"stage": source, "status": "rejected", "reason": str(e)})
-            return False
-        self.best_offsets, self.best_arena, self.best_from = dict(offsets), int(arena), source
-        if self.improved is not None:
-            self.improved(Plan(NAME, dict(offsets), int(arena), self.alignment,
-                               int(arena) <= self.bound, min(self.bound, int(arena)),
-                               {"found_by": source, "seconds": time.monotonic() - self.t0}))
-        self.report()
-        return True
-
-    def raise_bound(self, b: int) -> None:
-        """A proven lower bound ``b``, rounded up to :attr:`granularity` (see
-        :func:`viewer.planning.bounds.size_granularity`)."""
-        self.bound = max(self.bound, round_up(b, self.granularity))
-
-    @property
-    def done(self) -> bool:
-        if self.best_arena <= self.bound:
-            return True
-        t = self.stop_target
-        return t is not None and bool(self.best_offsets) and (self.best_arena <= t or self.bound > t)
-
-    def poll(self) -> None:
-        if self.cancelled is not None and self.cancelled():
-            raise PlanCancelled("optimal planner cancelled")
-
-    def report(self, message: str = "") -> None:
-        if self.progress is None:
-            return
-        total = max(self.deadline - self.t0, 1e-9)
-        frac = min(max((time.monotonic() - self.t0) / total, self._last_fraction), 0.99)
-        self._last_fraction = frac
-        self.progress(frac, message or self.summary())
-
-    def summary(self) -> str:
-        """``optimal: arena 1.2 MiB, bound 1.1 MiB (gap 4.0%)``."""
-        gap = (self.best_arena - self.bound) / self.best_arena if self.best_arena else 0.0
-        return (f"optimal: arena {format_bytes(self.best_arena)}, bound {format_bytes(self.bound)} "
-                f"(gap {gap:.1%})")
-
-
-#: Seconds of the first slice; every pass doubles it.
-FIRST_SLICE = 0.05
-#: The attempt at the proven bound gets this many times the descent's slice in each pass.
-BOUND_SHARE = 2.0
-#: Capacities the descent tries per pass before it hands over to the bound.
-DESCENT_TRIES = 2
-
-
-#: Seconds of searching after which the other preorders move to worker processes
-#: (:mod:`viewer.planning._mm_workers`); problems decided sooner never start one.
-PROCESSES_AFTER = 0.1
-
-
-class _Capacities:
-    """Open decision searches, by capacity (bytes), resumed when the same capacity comes back."""
-
-    def __init__(self, st: _Anytime, start, end, size, idx, ids, alignment, params, stage_end,
-                 processes: bool = False):
-        self.st, self.idx, self.ids = st, idx, ids
-        self.args = (start, end, size)
-        self.alignment, self.params, self.stage_end = alignment, params, stage_end
-        self.sw = mm.sweep(start, end)
-        self.open: dict[int, mm.Decision] = {}
-        self.processes = processes
-        self.pool = None
-        self.t_start = time.monotonic()
-
-    def _start_pool(self) -> None:
-        """Start the worker processes once the search has run :data:`PROCESSES_AFTER`."""
-        if not self.processes or time.monotonic() - self.t_start < PROCESSES_AFTER:
-            return
-        self.processes = False  # once
-        from viewer.planning._mm_workers import WorkerPool
-
-        p = self.params or mm.SearchParams()
-        others = list(dict.fromkeys(p.preordering_heuristics))[1:]
-        if others and p.static_preordering:
-            self.pool = WorkerPool(*self.args, self.alignment, p, others)
-            self.st.log.append({"stage": "minimalloc", "workers": len(self.pool.workers),
-                                "preorders": others,
-                                "seconds": round(time.monotonic() - self.st.t0, 3)})
-
-    def attempt(self, cap: int, seconds: float) -> str:
-        """Decide "arena <= cap?" for up to ``seconds`` more; keep what it proves or finds."""
-        st = self.st
-        self._start_pool()
-        d = self.open.pop(cap, None)
-        if d is None:
-            d = mm.Decision(*self.args, cap, self.alignment, params=self.params, sw=self.sw)
-        d.pool = self.pool
-        deadline = min(self.stage_end, time.monotonic() + max(seconds, 0.01))
-        status = d.run(deadline, st.cancelled, lambda _d: st.report())
-        st.log.append({"stage": "minimalloc", "capacity": int(cap), "status": status,
-                       "nodes": d.nodes, "seconds": round(d.seconds, 3), "preorder": d.heuristic})
-        if status == mm.CANCELLED:
-            d.close()
-            raise PlanCancelled("optimal planner cancelled")
-        if status == mm.FEASIBLE:
-            offs = {int(self.ids[k]): int(d.offsets[j]) for j, k in enumerate(self.idx)}
-            st.offer({**st.zero_offsets, **offs}, "minimalloc")
-            st.log[-1]["arena"] = st.best_arena
-        elif status == mm.INFEASIBLE:
-            st.raise_bound(cap + 1)
-        else:
-            self.open[cap] = d
-        # A search outside [bound, best arena) can no longer tell anything new.
-        for c in [c for c in self.open if c < st.bound or c >= st.best_arena]:
-            self.open.pop(c).close()
-        st.report()
-        return status
-
-    def close(self) -> None:
-        try:
-            for d in self.open.values():
-                d.close()
-            self.open.clear()
-        finally:
-            if self.pool is not None:
-                self.pool.close()
-                self.pool = None
-
-
-def _dfs_stage(st: _Anytime, start, end, size, idx, ids, alignment, params, budget: float,
-               target: int | None = None, processes: bool = False) -> str:
-    """Decision searches that descend from the best arena, in passes of growing time slices.
-
-    Feasibility is monotone in the capacity: "infeasible at C" proves the bound C + 1, and
-    "feasible at C" gives an arena <= C. Each pass, with a slice twice the last one's
-    (:data:`FIRST_SLICE` first):
-
-    1. descends from the best arena U towards the proven bound L (with a slice that doubles
-       after a pass where the descent found something and halves after one where it did not,
-       down to a quarter of the pass's slice, so a stalled descent costs the bound's attempt
-       little but still grows): the capacity half way
-       between them, and after a search runs out of time the one half way from there to U
-       (closer to U feasible answers come faster; :data:`DESCENT_TRIES` of them per pass),
-       starting again half way after every answer; then
-    2. resumes the attempt at the proven bound for :data:`BOUND_SHARE` slices (a yes there ends
-       everything; nobody can say how long it takes, so it never runs long first).
-
-    Every search that runs out of time is suspended, not dropped, and resumed when a later
-    pass asks for the same capacity (the bound's attempt always is). Every improvement is
-    offered (and reported) at once.
-
-    With a ``target`` (bytes; a budget the caller wants to meet, as MiniMalloc's
-    ``--capacity``), passes ask "does it fit in ``target``?" (and, for a quarter of that time,
-    the bound: a loose target can be slower to meet than a tight optimum) until that is
-    answered, then go on as above.
-    """
-    stage_end = min(st.deadline, time.monotonic() + budget)
-    caps = _Capacities(st, start, end, size, idx, ids, alignment, params, stage_end, processes)
-    outcome = "open"
-    slice_ = FIRST_SLICE  # the bound's attempt gets BOUND_SHARE of it; doubles every pass
-    descent_slice = FIRST_SLICE  # doubles after a fruitful pass, else halves (>= slice_ / 4)
-    try:
-        while not st.done and time.monotonic() < stage_end:
-            st.poll()
-            before = (st.best_arena, st.bound)
-            if target is not None:
-                cap = target - target % st.granularity
-                if st.bound <= cap < st.best_arena:
-                    caps.attempt(cap, BOUND_SHARE * slice_)
-                    if st.bound < cap and not st.done and time.monotonic() < stage_end:
-                        caps.attempt(st.bound, slice_ / 2)  # the optimum may be far below
-                    slice_ *= 2
-                    continue
-                target = None
-            tries = 0
-            while not st.done and time.monotonic() < stage_end and tries < DESCENT_TRIES:
-                top = st.best_arena - 1
-                cap = top - (top - st.bound) // 2 ** (tries + 1)  # 1/2, 3/4, ... of the way
-                cap -= cap % st.granularity  # the same question, and a stronger answer
-                if cap <= st.bound:
-                    break  # the bound is the next step's
-                status = caps.attempt(cap, descent_slice)
-                tries = tries + 1 if status == mm.TIMEOUT else 0
-            if (st.best_arena, st.bound) != before:
-                descent_slice *= 2
-            else:
-                descent_slice = max(slice_ / 4, descent_slice / 2)
-            if not st.done and time.monotonic() < stage_end:
-                caps.attempt(st.bound, BOUND_SHARE * slice_)
-            if (st.best_arena, st.bound) != before:
-                outcome = "improved"
-            slice_ *= 2
-    finally:
-        caps.close()
-    if st.done:
-        outcome = "optimal"
-    return outcome
-
-
-def _cp_sat_stage(st: _Anytime, start, end, size, idx, ids, alignment, workers: int) -> str:
-    """CP-SAT on the whole problem, hinted with the best plan, for the time that is left."""
-    from ortools.sat.python import cp_model
-
-    remaining = st.deadline - time.monotonic()
-    if remaining < 0.05 or st.done:
-        return "skipped"
-    hi = st.best_arena
-    lo = st.bound
-    m = cp_model.CpModel()
-    n = len(size)
-    xs, ys, ks = [], [], []
-    best = st.best_offsets
-    for j in range(n):
-        s = int(size[j])
-        kmax = (hi - s) // alignment
-        k = m.new_int_var(0, max(kmax, 0), f"k{j}")
-        y = m.new_int_var(0, hi - s, f"y{j}") if alignment > 1 else k
-        if alignment > 1:
-            m.add(y == alignment * k)
-        ks.append(k)
-        ys.append(m.new_fixed_size_interval_var(y, s, f"yi{j}"))
-        xs.append(m.new_fixed_size_interval_var(int(start[j]), int(end[j] - start[j]), f"xi{j}"))
-        m.add_hint(k, best[int(ids[idx[j]])] // alignment)
-    m.add_no_overlap_2d(xs, ys)
-    top = m.new_int_var(lo, hi, "arena")
-    for j in range(n):
-        m.add(top >= ys[j].end_expr())
-    m.add_hint(top, hi)
-    m.minimize(top)
-    solver = cp_model.CpSolver()
-    solver.parameters.max_time_in_seconds = float(remaining)
-    solver.parameters.num_workers = workers
-    box: dict[str, Any] = {}
-
-    def run():
-        box["status"] = solver.solve(m)
-
-    t = threading.Thread(target=run, name="optimal-cp-sat", daemon=True)
-    t0 = time.monotonic()
-    t.start()
-    cancelled = False
-    while t.is_alive():
-        t.join(0.05)
-        if not cancelled and st.cancelled is not None and st.cancelled():
-            cancelled = True
-            solver.stop_search()
-        st.report(st.summary().replace("optimal:", "optimal (CP-SAT):"))
-    if cancelled:
-        raise PlanCancelled("optimal planner cancelled")
-    status = box.get("status")
-    name = solver.status_name(status) if status is not None else "ERROR"
-    st.log.append({"stage": "cp_sat", "status": name, "seconds": round(time.monotonic() - t0, 3),
-                   "objective_bound": int(solver.best_objective_bound) if status is not None else None})
-    if status in (cp_model.OPTIMAL, cp_model.FEASIBLE):
-        offs = {int(ids[idx[j]]): int(solver.value(ks[j])) * alignment for j in range(n)}
-        st.offer({**st.zero_offsets, **offs}, "cp_sat")
-        st.raise_bound(int(np.ceil(solver.best_objective_bound)))
-        if status == cp_model.OPTIMAL:
-            st.raise_bound(st.best_arena)
-    elif status == cp_model.INFEASIBLE:
-        st.raise_bound(hi)  # nothing within [lo, hi] other than the hint region: hi is optimal
-    return name
 
 
 def _status(proven: bool, stop_target: int | None, arena: int, bound: int) -> str:

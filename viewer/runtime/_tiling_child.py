@@ -2,6 +2,9 @@
 
 ``arena MODEL --signature KEY``: allocate one signature's subgraph and read its tensors and
 node temporaries back (the same read as ``viewer.runtime._child probe``).
+``resident DIR``: build the deployment of ``DIR`` as ``stitch`` runs it (one interpreter for
+``patch.tflite`` with every signature allocated, one for ``tail.tflite``), all at once, and read
+each allocated subgraph's arena span back from its tensors' data pointers.
 ``stitch ORIGINAL DIR``: run the original model (``experimental_preserve_all_tensors=True``) on
 a seeded random input, run every patch of ``DIR/tiling.json`` on its crop with
 ``DIR/patch.tflite``, stitch the outputs, compare with the original's cut tensors, run
@@ -41,6 +44,42 @@ def arena(path: str, key: str) -> dict:
             "execution_plan": got["plan"], "num_model_tensors": _child._model_tensor_count(path, k),
             "model_file_mappings": _child._file_mappings(path), "notes": [], "resized_inputs": [],
             "invoked": False, "signature": sigs}
+
+
+def _span(interp, k: int) -> list[int]:
+    """[lo, hi) of subgraph ``k``'s arena-rw tensors' data pointers ([0, 0] when none)."""
+    from viewer.runtime import _child
+
+    got = _child._read_via_delegate(interp, k)
+    if "error" in got or "tensors" not in got:
+        raise RuntimeError("cannot read the subgraph's tensors: " + got.get("error", "no Prepare call"))
+    addrs = [(int(t["address"]), int(t["bytes"])) for t in got["tensors"]
+             if t["allocation"] == "arena-rw" and t["address"] and t["bytes"] > 0]
+    if not addrs:
+        return [0, 0]
+    return [min(a for a, _ in addrs), max(a + b for a, b in addrs)]
+
+
+def resident(folder: str) -> dict:
+    """Every subgraph's arena span with the whole deployment allocated at once."""
+    import os
+
+    patch = _interp(os.path.join(folder, "patch.tflite"))
+    tail = _interp(os.path.join(folder, "tail.tflite"))
+    keep, spans = [], []
+    for interp, file in ((patch, "patch.tflite"), (tail, "tail.tflite")):
+        for key in interp.get_signature_list():
+            r = interp.get_signature_runner(key)
+            interp._interpreter.AllocateTensors(int(r._subgraph_index))  # as its first call does
+            keep.append(r)
+            spans.append({"file": file, "signature": key, "subgraph": int(r._subgraph_index)})
+    for s, (interp, _) in zip(spans, [(patch if s["file"] == "patch.tflite" else tail, 0) for s in spans]):
+        s["span"] = _span(interp, s["subgraph"])
+        s["bytes"] = s["span"][1] - s["span"][0]
+    iv = sorted(tuple(s["span"]) for s in spans if s["bytes"])
+    disjoint = all(a[1] <= b[0] for a, b in zip(iv, iv[1:]))
+    return {"ok": True, "arenas": spans, "disjoint": disjoint,
+            "resident_bytes": sum(s["bytes"] for s in spans)}
 
 
 def _random(detail, rng):
@@ -143,7 +182,7 @@ def influence(path: str, seed: int = 0) -> dict:
 
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(prog="viewer.runtime._tiling_child")
-    p.add_argument("mode", choices=["arena", "stitch", "influence"])
+    p.add_argument("mode", choices=["arena", "stitch", "influence", "resident"])
     p.add_argument("model")
     p.add_argument("folder", nargs="?")
     p.add_argument("--signature", default="")
@@ -152,6 +191,8 @@ def main(argv=None) -> int:
     try:
         if a.mode == "arena":
             out = arena(a.model, a.signature)
+        elif a.mode == "resident":
+            out = resident(a.model)
         elif a.mode == "stitch":
             out = stitch(a.model, a.folder, a.seed)
         else:

@@ -54,6 +54,25 @@ def signature_arena(path: str | os.PathLike, key: str, timeout: float = 120.0) -
     return probe_from_json(str(path), raw, int(raw["subgraph"]))
 
 
+def resident_arenas(folder: str | os.PathLike, timeout: float = 300.0) -> dict:
+    """LiteRT's arenas with the deployment written in ``folder`` built at once, as ``tile -o``
+    writes it and :func:`check_stitching` runs it: one interpreter for ``patch.tflite`` with
+    every signature allocated, one for ``tail.tflite``.
+
+    Returns
+    -------
+    dict
+        ``arenas`` [{file, signature, subgraph, span [lo, hi), bytes}], ``disjoint`` (no two
+        spans overlap: each subgraph keeps its own arena, as LiteRT's per-subgraph ArenaPlanner
+        does) and ``resident_bytes`` (their sum, bytes).
+
+    Raises
+    ------
+    viewer.errors.RuntimeProbeError
+    """
+    return _run(["resident", str(folder)], f"allocating the deployment in {folder}", timeout)
+
+
 def check_stitching(original: str | os.PathLike, folder: str | os.PathLike, seed: int = 0,
                     timeout: float = 600.0) -> dict:
     """Run the tiled execution written in ``folder`` against the original model in LiteRT.

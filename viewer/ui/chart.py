@@ -65,6 +65,7 @@ class PackingChart(QWidget):
         self._plan: Plan | None = None
         self._model_name = "model"
         self._subgraph = 0
+        self._note = ""
         self._color_mode = "kind"
         self._min_held = 0
         self._selected: int | None = None
@@ -91,8 +92,9 @@ class PackingChart(QWidget):
     # --- API --------------------------------------------------------------------------------
 
     def set_view(self, analysis: Analysis, plan: Plan, *, model_name: str = "model",
-                 subgraph: int = 0) -> None:
+                 subgraph: int = 0, note: str = "") -> None:
         """Draw ``plan`` (a plan of ``analysis.problem()``); keeps colour mode and filter.
+        ``note`` ends the title (e.g. that the plan is a what-if the runtime does not use).
 
         Raises
         ------
@@ -105,7 +107,7 @@ class PackingChart(QWidget):
         )
         ranges = self._chart.packing.viewRange() if same_shape else None
         self._analysis, self._plan = analysis, plan
-        self._model_name, self._subgraph = model_name, subgraph
+        self._model_name, self._subgraph, self._note = model_name, subgraph, note
         if not same_shape:
             self.marked_operator = None
         if self._selected is not None and analysis.usage(self._selected) is None:
@@ -332,7 +334,7 @@ class PackingChart(QWidget):
         self._hover_key = (-1, -1)  # the next move shows the new drawing's text
         self._data = build_chart_data(
             self._analysis, self._plan, color_by=self._color_mode,
-            model_name=self._model_name, subgraph=self._subgraph,
+            model_name=self._model_name, subgraph=self._subgraph, note=self._note,
         )
         rect = QRectF(self.view.viewport().rect())
         if rect.width() > 0 and rect.height() > 0:

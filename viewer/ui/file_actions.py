@@ -62,7 +62,7 @@ def export_image(w, path: str | None = None, width: int | None = None,
 
 def export_json(w, path: str | None = None) -> str | None:
     """Save the report (the object ``plan --json`` prints). Returns the path written, or None."""
-    from viewer.export.report import build_report, write_report
+    from viewer.export.report import build_report, with_footprint_subgraphs, write_report
 
     doc = w.document
     resp = doc.response
@@ -77,6 +77,8 @@ def export_json(w, path: str | None = None) -> str | None:
     notes = tuple(resp.notes) + ((resp.measure_note,) if resp.measure_note else ())
     report = build_report(resp.model, resp.request.subgraph, resp.analysis, resp.plans,
                           resp.best, notes=notes, edits=doc.edits_report())
+    if getattr(resp, "footprint", None) is not None:  # the figures the window's budget shows
+        with_footprint_subgraphs(report, resp.footprint)
     try:
         write_report(report, path, force=True)  # confirm_overwrite asked
     except (ViewerError, OSError) as e:

@@ -17,9 +17,10 @@ from PySide6.QtWidgets import QDockWidget, QFileDialog, QMainWindow, QStackedWid
 from viewer.document import Document
 from viewer.document.state import OPTIMAL_TIME_LIMIT, REORDER_TIME_LIMIT
 from viewer.document.work import AnalysisResponse, plan_label
+from viewer.document.runtime_plan import whatif_note
 from viewer.export.chart_data import titled_model_name
 from viewer.resources import DEMO_MODEL, resource_path
-from viewer.ui import dialogs, dock_layout, file_actions, window_actions
+from viewer.ui import dialogs, dock_layout, file_actions, widgets, window_actions
 from viewer.ui.chart import PackingChart
 from viewer.ui.compare import CompareView
 from viewer.ui.side_panel import SidePanel, budget_report
@@ -65,6 +66,7 @@ class MainWindow(QMainWindow):
         from viewer.ui import gc_guard
 
         gc_guard.install()  # cycles collected on this thread only: no worker-thread Qt deadlock
+        widgets.install_clipboard_cleaner()  # copied flags lose the labels' invisible word joiners
         self.settings = settings if settings is not None else QSettings("ArenaViewer", "arena-viewer")
         if measure is None:
             measure = str(self.settings.value("measure", "true")).lower() == "true"
@@ -142,6 +144,11 @@ class MainWindow(QMainWindow):
         self.chart.tensor_selected.connect(doc.select)
         self.chart.tensor_dtype_requested.connect(doc.set_tensor_dtype)
         self.chart.operator_clicked.connect(self._on_chart_operator_clicked)
+        for side, chart in (("left", self.compare.left), ("right", self.compare.right)):  # as the main chart
+            chart.tensor_selected.connect(lambda t, s=side: self._from_compare(s, doc.select, t))
+            chart.tensor_dtype_requested.connect(
+                lambda t, d, s=side: self._from_compare(s, doc.set_tensor_dtype, t, d))
+            chart.operator_clicked.connect(lambda op, s=side: self._from_compare(s, self.side.show_operator, op))
         self.table.tensor_selected.connect(doc.select)
         self.side.tensor_selected.connect(doc.select)
         self.side.planner_changed.connect(doc.set_planner)
@@ -332,6 +339,16 @@ class MainWindow(QMainWindow):
         p = self.document.response.plans[name]
         self.status_label.setText(f"{plan_label(name)}: arena {p.arena_bytes:,} bytes")
 
+    def _from_compare(self, side: str, fn, *args) -> None:
+        """A click or menu action in the compare view acts on the shown model: from either
+        chart beside the baseline (the same tensors), from the left one only beside another
+        model (the right one's tensors are not this document's)."""
+        if self.document.other is not None and side == "right":
+            self.status_label.setText("The other model's chart is for looking: select and edit "
+                                      "tensors of the shown model (left).")
+            return
+        fn(*args)
+
     def _on_chart_operator_clicked(self, op: int) -> None:
         """The operator's profile, brought into view: the Summary in front, scrolled to it."""
         self.side.show_operator(op)
@@ -345,6 +362,9 @@ class MainWindow(QMainWindow):
 
     def _on_document_selection_changed(self, tensor: int | None) -> None:
         self.chart.select_tensor(tensor)
+        for side, chart in (("left", self.compare.left), ("right", self.compare.right)):
+            if self.document.other is None or side == "left":
+                chart.select_tensor(tensor)
         self.table.select_tensor(tensor)
         self.side.show_tensor(tensor)
 
@@ -367,7 +387,9 @@ class MainWindow(QMainWindow):
             self.table.set_view(tiled.analysis, tiled.drawn, fit_key=(resp.model.path, "tiled"))
             self._update_budget_verdict()
             return
-        self.chart.set_view(resp.analysis, plan, model_name=name, subgraph=resp.request.subgraph)
+        self.side.set_tiled_arena(None)
+        self.chart.set_view(resp.analysis, plan, model_name=name, subgraph=resp.request.subgraph,
+                            note=whatif_note(resp.request.runtime, planner))
         self.table.set_view(resp.analysis, plan, self.document.temporary_shapes(),
                             fit_key=(resp.model.path, resp.request.subgraph))
         self._update_budget_verdict()
@@ -395,17 +417,21 @@ class MainWindow(QMainWindow):
         if resp is None or name not in resp.plans or settings.limit_bytes is None:
             self.whatif.set_verdict("")
             return
-        rep = budget_report(settings, resp, name)
+        tiled = self.tiling.counted_arena()
+        self.side.set_tiled_arena(tiled)  # the Summary's budget box counts the same
+        rep = budget_report(settings, resp, name, tiled)
+        term = getattr(getattr(resp, "footprint", None), "arena_term", None)
+        est = " (estimated)" if getattr(term, "source", "") == "estimated" else ""  # as check's headline
         if rep is None:
             self.whatif.set_verdict("")
         elif rep.fits:
-            self.whatif.set_verdict(f"fits, headroom {format_bytes(rep.headroom_bytes)}", True)
+            self.whatif.set_verdict(f"fits{est}, headroom {format_bytes(rep.headroom_bytes)}", True)
         elif rep.message.startswith("cannot tell"):
             self.whatif.set_verdict(rep.message, False)
         else:
             binding = (f" (binding operator #{rep.binding_op} {rep.binding_op_name})"
                        if rep.binding_op >= 0 else "")
-            self.whatif.set_verdict(f"over budget by {format_bytes(-rep.headroom_bytes)}{binding}", False)
+            self.whatif.set_verdict(f"over budget by {format_bytes(-rep.headroom_bytes)}{est}{binding}", False)
 
     def _on_document_runtime_changed(self, runtime: str) -> None:
         """The selector shows the runtime of the view (after a failed switch)."""

@@ -24,6 +24,7 @@ from PySide6.QtWidgets import (
 )
 
 from viewer.ui.workers import MEASURED, OPTIMAL, AnalysisResponse, optimal_summary, plan_label
+from viewer.document.runtime_plan import runtime_plan_name, whatif_note
 from viewer.export.report import gap_bound, gap_pct
 from viewer.ui.summary_text import (
     _b,
@@ -275,7 +276,7 @@ class SidePanel(QScrollArea):
         self._fill_measured()
         self._fill_reorder()
         if planner not in resp.plans:
-            planner = resp.best if resp.best in resp.plans else next(iter(resp.plans), None)
+            planner = runtime_plan_name(resp.request.runtime, resp.plans, resp.best)
         self.set_planner(planner, emit=False)
         self.show_operator(a.widest_op if a.widest_op >= 0 else None)
         return planner
@@ -292,8 +293,10 @@ class SidePanel(QScrollArea):
         finally:
             self._updating = False
         plan = self._resp.plans[name]
+        note = whatif_note(self._resp.request.runtime, name)
         self.arena_label.setText(
-            f"{_b(plan.arena_bytes)}\n{plan_label(name)}\nanonymous, not reclaimable")
+            f"{_b(plan.arena_bytes)}\n{plan_label(name)}\n"
+            + (f"{note}\n" if note else "") + "anonymous, not reclaimable")
         self._fill_budget()
         if emit:
             self.planner_changed.emit(name)
@@ -350,6 +353,12 @@ class SidePanel(QScrollArea):
         self._baseline = resp
         self._fill_budget()
 
+    def set_tiled_arena(self, tiled: tuple[int, str] | None) -> None:
+        """The tiled execution's counted arena (bytes, label) the budget uses; None: untiled."""
+        if tiled != getattr(self, "_tiled", None):
+            self._tiled = tiled
+            self._fill_budget()
+
     def set_budget(self, settings) -> None:
         """Device budget settings (``viewer.whatif.budget.BudgetSettings``) to check the plan against."""
         self._budget = settings
@@ -375,7 +384,7 @@ class SidePanel(QScrollArea):
                 lines += [_html(x) for x in c["lines"]]
                 lines += [_html(n) for n in resp.notes]
             if self._budget is not None and getattr(self._budget, "limit_bytes", None) is not None:
-                rep = budget_report(self._budget, resp, name)
+                rep = budget_report(self._budget, resp, name, getattr(self, "_tiled", None))
                 if rep is not None:
                     color = "#1a7f37" if rep.fits else "#c62828"
                     lines.append(f"<b style='color:{color}'>{_html(rep.message)}</b>")

@@ -68,11 +68,13 @@ def lower_bound_text(resp: AnalysisResponse) -> str:
 
 
 
-def budget_report(settings, resp: AnalysisResponse, name: str):
+def budget_report(settings, resp: AnalysisResponse, name: str, tiled: tuple[int, str] | None = None):
     """``settings.report(...)`` for plan ``name`` of ``resp``: the one budget figure the
     Summary and the what-if panel's verdict both show (None without a limit).
 
-    The batch is the edited batch, else the first input's leading dimension.
+    The batch is the edited batch, else the first input's leading dimension. ``tiled``
+    (bytes, label), while the tiled execution is shown, is the arena counted instead, as
+    ``check --tile`` counts it (:meth:`viewer.ui.tiling_panel.TilingController.counted_arena`).
     """
     a, edits = resp.analysis, resp.request.edits
     fp = getattr(resp, "footprint", None)
@@ -90,18 +92,19 @@ def budget_report(settings, resp: AnalysisResponse, name: str):
 
         from viewer.whatif.budget import budget_report as report
 
-        rep = report(settings.limit_bytes, arena_bytes=fp.arena_bytes,
+        arena, label = tiled or (fp.arena_bytes, f"tensor arena ({fp.arena_term.source}: {fp.arena_term.method})")
+        rep = report(settings.limit_bytes, arena_bytes=arena,
                      weights_bytes=resp.model.weights_bytes, runtime_bytes=settings.runtime_bytes,
                      batch=batch, weights_mode=settings.weights_mode, binding_op=a.widest_op,
                      binding_op_name=a.op_name(a.widest_op) if a.widest_op >= 0 else "",
                      persistent_bytes=fp.persistent_bytes,
                      other_subgraphs_bytes=fp.other_subgraphs_bytes,
-                     arena_label=f"tensor arena ({fp.arena_term.source}: {fp.arena_term.method})")
+                     arena_label=label)
         if fp.unknowns and rep.fits:
             rep = dataclasses.replace(rep, fits=False, message="cannot tell: " + fp.unknowns[0])
         return _check_largest_batch(rep, getattr(resp, "batch_growth", None), batch)
     return settings.report(
-        arena_bytes=resp.plans[name].arena_bytes, weights_bytes=resp.model.weights_bytes,
+        arena_bytes=tiled[0] if tiled else resp.plans[name].arena_bytes, weights_bytes=resp.model.weights_bytes,
         batch=batch, binding_op=a.widest_op,
         binding_op_name=a.op_name(a.widest_op) if a.widest_op >= 0 else "")
 

@@ -43,7 +43,7 @@ from viewer.errors import ViewerError
 from viewer.ops import NotLocal
 from viewer.ui.widgets import FocusWheelComboBox, FocusWheelSpinBox, WrapLabel
 from viewer.units import format_bytes
-from viewer.whatif.tiling.report import versus_untiled
+from viewer.whatif.tiling.report import deployed_planned_bytes, versus_untiled
 
 #: Shown where the peak-vs-split plot goes until a search drew it.
 PLOT_PLACEHOLDER = ("peak vs split after operator: no curve yet. Press \u201cbest split\u201d "
@@ -253,6 +253,28 @@ class TilingController(QObject):
     def active(self) -> bool:
         return self.view is not None
 
+    def counted_arena(self) -> tuple[int, str] | None:
+        """The arena the budget counts while the tiled execution is shown, as ``check --tile``
+        counts it by default: the written deployment under LiteRT, every patch signature's arena
+        and the tail's resident at once + cut + input (LiteRT's measurement once it confirmed
+        this grid and split, else our plan). None when the untiled model is shown.
+
+        Returns
+        -------
+        (int, str) or None
+            Bytes and the budget line's label.
+        """
+        if self.view is None:
+            return None
+        p = self.view.plan
+        g = f"{p.grid[0]}x{p.grid[1]} patches through operator #{p.split}"
+        v = self.verification
+        if v is not None and "deployed_bytes" in v:
+            return int(v["deployed_bytes"]), (f"tensor arena, tiled ({g}; all stages resident; measured by "
+                                              "LiteRT on the written patch and tail models)")
+        return deployed_planned_bytes(p), (f"tensor arena, tiled ({g}; all stages resident; planned, "
+                                           "kernel temporaries estimated from shapes)")
+
     def shutdown(self) -> None:
         for r in (self._confirm, self._search, self._whole):
             r.shutdown()
@@ -289,9 +311,11 @@ class TilingController(QObject):
         p = self.view.plan
         worse = ": tiling does not help here" if p.peak_bytes > p.untiled_peak_bytes else ""
         self.panel.figures.setText(
-            f"peak {format_bytes(p.peak_bytes)} ({p.peak_bytes:,d} B), "
-            f"{versus_untiled(p.peak_bytes, p.untiled_peak_bytes)} {format_bytes(p.untiled_peak_bytes)}"
+            f"peak {format_bytes(p.peak_bytes)} ({p.peak_bytes:,d} B) if the stages share one arena in "
+            f"turn, {versus_untiled(p.peak_bytes, p.untiled_peak_bytes)} {format_bytes(p.untiled_peak_bytes)}"
             f"{worse}; recompute +{p.overhead_pct:.1f}% MACs\n"
+            f"deployed with LiteRT as written (every stage's arena resident): "
+            f"{format_bytes(deployed_planned_bytes(p))} ({deployed_planned_bytes(p):,d} B)\n"
             f"patch stage {format_bytes(p.patch_stage_bytes)} = patch {format_bytes(p.patch_arena_bytes)} "
             f"(input crop {'x'.join(map(str, p.patch_input_shape))}) + cut {format_bytes(p.cut_bytes)}"
             + (f" + input {format_bytes(p.input_bytes)}" if p.input_mode == "resident" else "")
@@ -369,8 +393,10 @@ class TilingController(QObject):
             ("LiteRT confirms: " if ok else "LiteRT DISAGREES: ")
             + f"{len(v['signatures'])} signatures + tail, arenas {'equal' if v['arenas_equal'] else 'differ'}; "
             f"measured peak {v['measured_peak_bytes']:,d} B "
-            f"({versus_untiled(v['measured_peak_bytes'], v['untiled_measured_bytes'])}); stitched cut "
+            f"({versus_untiled(v['measured_peak_bytes'], v['untiled_measured_bytes'])}) in turn, "
+            f"{v['deployed_bytes']:,d} B deployed as written (all resident); stitched cut "
             f"{'equal' if v['cut_equal'] else 'differs'}, outputs {'equal' if v['outputs_equal'] else 'differ'}")
+        self.window._update_budget_verdict()  # the budget counts LiteRT's figure now
         self.confirmed.emit(v)
 
     def _on_confirm_failed(self, message: str) -> None:

@@ -6,7 +6,7 @@ from __future__ import annotations
 import re
 
 from PySide6.QtCore import QEvent, QSize, Qt
-from PySide6.QtGui import QFontMetrics
+from PySide6.QtGui import QFontMetrics, QGuiApplication
 from PySide6.QtWidgets import QComboBox, QDoubleSpinBox, QFrame, QLabel, QScrollArea, QSizePolicy, QSpinBox, QWidget
 
 
@@ -167,6 +167,24 @@ def keep_together(html_text: str) -> str:
         return f'<span style="white-space:nowrap">{token}</span>'
 
     return _UNBREAKABLE.sub(join, html_text)
+
+
+def install_clipboard_cleaner() -> None:
+    """Drop the word joiners of :func:`keep_together` from whatever is copied to the clipboard,
+    so a flag copied from a label (``--input-shape 1x?x?x3``) pastes into a shell as typed.
+    Installed once per application; later calls do nothing."""
+    app = QGuiApplication.instance()
+    if app is None or app.property("arena_viewer_clipboard_cleaner"):
+        return
+    clipboard = QGuiApplication.clipboard()
+
+    def clean() -> None:
+        text = clipboard.text()
+        if WORD_JOINER in text:
+            clipboard.setText(text.replace(WORD_JOINER, ""))
+
+    clipboard.dataChanged.connect(clean)
+    app.setProperty("arena_viewer_clipboard_cleaner", True)
 
 
 def plain_to_html(text: str) -> str:

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from PySide6.QtCore import Qt
 from PySide6.QtGui import QAction, QKeySequence
-from PySide6.QtWidgets import QComboBox, QDockWidget, QProgressBar, QToolButton
+from PySide6.QtWidgets import QComboBox, QDockWidget, QHBoxLayout, QLabel, QProgressBar, QToolButton, QWidget
 
 from viewer.ui import dialogs, file_actions
 
@@ -27,15 +27,59 @@ def _action(w, text: str, slot, shortcut=None, tip: str = "", checkable: bool = 
     return a
 
 
+class ProgressWithText(QWidget):
+    """A progress bar with its percentage in a label beside it, not painted over the fill.
+
+    Styles such as Fusion centre the text on the bar, where the fill's edge cuts through it
+    ("5|9%"). Offers the ``QProgressBar`` calls the window makes: ``setRange``, ``setValue``,
+    ``value``, ``maximum`` and ``text`` (the label's, e.g. ``"59%"``).
+    """
+
+    def __init__(self, parent=None):
+        super().__init__(parent)
+        lay = QHBoxLayout(self)
+        lay.setContentsMargins(0, 0, 0, 0)
+        lay.setSpacing(4)
+        self.bar = QProgressBar()
+        self.bar.setTextVisible(False)
+        self.label = QLabel("0%")
+        self.label.setAlignment(Qt.AlignmentFlag.AlignRight | Qt.AlignmentFlag.AlignVCenter)
+        self.label.setMinimumWidth(self.label.fontMetrics().horizontalAdvance("100%") + 2)
+        lay.addWidget(self.label)
+        lay.addWidget(self.bar, 1)
+        self.bar.valueChanged.connect(self._on_bar_value_changed)
+
+    def setRange(self, lo: int, hi: int) -> None:  # noqa: N802 (Qt's name)
+        self.bar.setRange(lo, hi)
+
+    def setValue(self, v: int) -> None:  # noqa: N802
+        self.bar.setValue(v)
+        self._on_bar_value_changed(self.bar.value())
+
+    def value(self) -> int:
+        return self.bar.value()
+
+    def maximum(self) -> int:
+        return self.bar.maximum()
+
+    def text(self) -> str:
+        return self.label.text()
+
+    def _on_bar_value_changed(self, v: int) -> None:
+        lo, hi = self.bar.minimum(), self.bar.maximum()
+        pct = 0 if hi <= lo else int(100 * (max(v, lo) - lo) / (hi - lo))
+        self.label.setText(f"{pct}%")
+
+
 def build_status_bar(w) -> None:
     """Status line (elided; its tooltip holds the whole text), progress bar and Cancel."""
     from viewer.ui.widgets import ElidedLabel
 
     sb = w.statusBar()
     w.status_label = ElidedLabel("Open a .tflite model (Ctrl+O) or drop one here.")
-    w.progress = QProgressBar()
+    w.progress = ProgressWithText()
     w.progress.setRange(0, 1000)
-    w.progress.setMaximumWidth(220)
+    w.progress.setMaximumWidth(260)
     w.progress.setVisible(False)
     w.cancel_button = QToolButton()
     w.cancel_button.setText("Cancel")

@@ -27,8 +27,10 @@ from viewer.model.types import Model, Subgraph, Tensor, replaced
 from viewer.whatif.edits import EditedSubgraph, WhatIfEdits
 from viewer.whatif.shapes import infer_shapes
 
-#: Activation dtypes the precision what-if offers.
-ACTIVATION_DTYPES = ("float32", "float16", "bfloat16", "int8")
+#: Activation dtypes the precision what-if offers. int4 is packed two elements per byte and
+#: rounded up per tensor (``viewer.model.dtypes.nbytes``: ceil(n / 2) bytes), as LiteRT stores
+#: kTfLiteInt4 (``TfLiteTypeGetSizeBits`` = 4, ``tensor_utils::PackInt8IntoDenseInt4``).
+ACTIVATION_DTYPES = ("float32", "float16", "bfloat16", "int8", "int4")
 #: Tensor dtypes the activation what-if re-sizes.
 FLOAT_DTYPES = frozenset({"float32", "float16", "bfloat16", "float64"})
 #: How shapes are found: the runtime first then our inference, or only our inference.

@@ -20,10 +20,12 @@ from viewer.whatif.tiling.plan import RESIDENT, STREAMED, SearchResult, TilePlan
 FLOAT_TOLERANCE = 1e-5
 
 
-def parse_grid(text: str) -> tuple[int, int]:
-    """``"4x4"`` -> (4, 4); raises UsageError."""
+def parse_grid(text: str, *, request: str | None = None) -> tuple[int, int]:
+    """``"4x4"`` -> (4, 4); raises UsageError naming ``request`` (default ``--grid TEXT``)."""
     m = re.fullmatch(r"\s*(\d+)\s*[xX×]\s*(\d+)\s*", text or "")
     if not m or int(m.group(1)) < 1 or int(m.group(2)) < 1:
+        if request:
+            raise UsageError(f"{request}: expected ROWSxCOLUMNS[@K], e.g. 4x4 or 4x4@12")
         raise UsageError(f"--grid {text}: expected ROWSxCOLUMNS, e.g. 4x4, or auto")
     return int(m.group(1)), int(m.group(2))
 
@@ -31,7 +33,7 @@ def parse_grid(text: str) -> tuple[int, int]:
 def parse_tile(text: str) -> tuple[tuple[int, int], int | None]:
     """``"4x4@12"`` -> ((4, 4), 12); ``"4x4"`` -> ((4, 4), None) (the best split)."""
     grid, _, k = (text or "").partition("@")
-    g = parse_grid(grid)
+    g = parse_grid(grid, request=f"--tile {text}")
     if k and not k.strip().isdigit():
         raise UsageError(f"--tile {text}: the split after '@' must be an operator index, e.g. 4x4@12")
     return g, (int(k) if k else None)
@@ -46,21 +48,33 @@ def make_tiler(model_path: str, subgraph: int = 0) -> Tiler:
 
 
 def choose(tiler: Tiler, grid: tuple[int, int] | None, split: int | None,
-           input_mode: str = RESIDENT) -> tuple[TilePlan | None, SearchResult]:
+           input_mode: str = RESIDENT, *, request: str | None = None) -> tuple[TilePlan | None, SearchResult]:
     """The plan for ``grid``/``split`` (None = search), and the search behind it.
 
     The search tries square grids 1x1..8x8 when ``grid`` is None, every valid split when
-    ``split`` is None. Raises UsageError for a split outside the patchable prefix or a grid the
-    cut tensors are too small for.
+    ``split`` is None. Raises UsageError for a split outside the model or the patchable prefix
+    or a grid the cut tensors are too small for; the message starts with ``request``, the flag
+    as the user typed it (e.g. ``"--tile 4x4@999"``), default ``--grid RxC --split-after K``.
     """
+    def named(with_grid: bool) -> str:
+        if request:
+            return request
+        g = f"--grid {grid[0]}x{grid[1]} " if with_grid and grid is not None else ""
+        return f"{g}--split-after {split}"
+
     if split is not None and not 0 <= split <= tiler.prefix.last_op:
+        n_ops = len(tiler.sg.operators)
+        if split >= n_ops:
+            raise UsageError(f"{named(False)}: split after operator {split}, but the model has {n_ops} "
+                             f"operators (0..{n_ops - 1}); the patchable prefix is 0..{tiler.prefix.last_op}")
         why = f" ({tiler.prefix.reason})" if tiler.prefix.reason else ""
-        raise UsageError(f"--split-after {split}: the patchable prefix is operators 0..{tiler.prefix.last_op}{why}")
+        raise UsageError(f"{named(False)}: split after operator {split}, outside the patchable prefix "
+                         f"0..{tiler.prefix.last_op}{why}")
     grids = [grid] if grid is not None else None
     res = search(tiler, grids=grids, splits=[split] if split is not None else None, input_mode=input_mode)
     if grid is not None and split is not None and not res.best:
         (k, why), = res.skipped[grid] or [(split, "no plan")]
-        raise UsageError(f"--grid {grid[0]}x{grid[1]} --split-after {split}: {why}")
+        raise UsageError(f"{named(True)}: {why}")
     return res.overall, res
 
 
@@ -82,6 +96,9 @@ def plan_json(plan: TilePlan) -> dict[str, Any]:
             "total_bytes": plan.patch_stage_bytes,
         },
         "tail_stage": {"arena_bytes": plan.tail_arena_bytes},
+        # LiteRT keeps one arena per allocated subgraph: the written deployment (one patch
+        # interpreter with every signature allocated + the tail's) holds them all at once.
+        "deployed_bytes": deployed_planned_bytes(plan),
         "signatures": [
             {"key": c.key, "patches": [list(p) for p in c.patches], "input_shape": list(c.input_shape),
              "arena_bytes": c.arena_bytes, "kernel_temporaries_bytes": c.temporaries_bytes}
@@ -89,6 +106,15 @@ def plan_json(plan: TilePlan) -> dict[str, Any]:
         ],
         "macs": {"untiled_prefix": plan.untiled_macs, "tiled_prefix": plan.tiled_macs},
     }
+
+
+def deployed_planned_bytes(plan: TilePlan) -> int:
+    """Bytes the written deployment holds under LiteRT, planned: every signature's arena + the
+    tail's arena + the cut buffers + the input when resident (each allocated subgraph keeps
+    its own arena; :func:`viewer.runtime.tiled.resident_arenas` measures it)."""
+    resident = plan.input_bytes if plan.input_mode == RESIDENT else 0
+    return (sum(c.arena_bytes for c in plan.classes) + plan.tail_arena_bytes
+            + plan.cut_bytes + resident)
 
 
 def search_json(res: SearchResult) -> dict[str, Any]:
@@ -146,7 +172,7 @@ def verdict(res: SearchResult) -> str:
 
 def verify(model_path: str, plan: TilePlan, out_dir: str) -> dict[str, Any]:
     """LiteRT on the written models: every signature's and the tail's arena, and the stitching."""
-    from viewer.runtime.tiled import check_stitching, signature_arena
+    from viewer.runtime.tiled import check_stitching, resident_arenas, signature_arena
     from viewer.whatif.tiling.write import PATCH_FILE, TAIL_FILE
 
     sigs = []
@@ -168,7 +194,17 @@ def verify(model_path: str, plan: TilePlan, out_dir: str) -> dict[str, Any]:
     measured_patch = max(s["measured_bytes"] for s in sigs)
     resident = plan.input_bytes if plan.input_mode == RESIDENT else 0
     measured_peak = max(measured_patch + plan.cut_bytes + resident, tail)
+    res = resident_arenas(out_dir)
+    deployed = int(res["resident_bytes"]) + plan.cut_bytes + resident
     return {
+        "deployed_bytes": deployed,
+        "deployed_note": (f"LiteRT as written (patch.tflite with its {len(sigs)} signatures + "
+                          "tail.tflite, all allocated at once): "
+                          f"{int(res['resident_bytes']):,d} B of arenas"
+                          + ("" if res["disjoint"] else " (some overlap)")
+                          + f" + cut {plan.cut_bytes:,d} B + input {resident:,d} B"),
+        "resident_arenas": res["arenas"],
+        "arenas_disjoint": bool(res["disjoint"]),
         "signatures": sigs,
         "tail": {"predicted_bytes": plan.tail_arena_bytes, "measured_bytes": tail,
                  "equal": tail == plan.tail_arena_bytes},
@@ -184,8 +220,11 @@ def verify(model_path: str, plan: TilePlan, out_dir: str) -> dict[str, Any]:
 
 
 def tile_report(model_path: str, *, grid=None, split=None, input_mode: str = RESIDENT,
-                out_dir: str | None = None, measure: bool = True, subgraph: int = 0) -> dict[str, Any]:
+                out_dir: str | None = None, measure: bool = True, subgraph: int = 0,
+                request: str | None = None) -> dict[str, Any]:
     """Everything ``tile --json`` prints.
+
+    ``request`` is the flag as the user typed it, named by the errors (see :func:`choose`).
 
     Raises
     ------
@@ -195,7 +234,7 @@ def tile_report(model_path: str, *, grid=None, split=None, input_mode: str = RES
     if input_mode not in (RESIDENT, STREAMED):
         raise UsageError(f"--input {input_mode}: expected resident or streamed")
     tiler = make_tiler(model_path, subgraph)
-    plan, res = choose(tiler, grid, split, input_mode)
+    plan, res = choose(tiler, grid, split, input_mode, request=request)
     out: dict[str, Any] = {"model": str(model_path), "subgraph": subgraph}
     if plan is None:
         out.update({"grid": None, "split_operator": None, "cut_tensors": [], "peak_bytes": None,
