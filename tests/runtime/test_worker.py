@@ -140,8 +140,8 @@ def test_the_windows_runtime_confirmation_goes_through_the_worker(tmp_path):
         assert resp.probe is not None and resp.probe.ok and not resp.estimated
         assert resp.probe.tensor(0).shape == (1, side, side, 3)
     w = worker_for(p)
-    # One process; per side two requests: its shapes (the answer kept for the arena's and the
-    # footprint's asks) and batch 2 (check's batch growth, which compute() now also counts).
+    # per compute: one ask (the shapes' answer is kept for the arena's) and one for the footprint
+    # at the next batch (check's largest batch, shown in the Budget box)
     assert w.starts == 1 and w.requests == 4
 
 

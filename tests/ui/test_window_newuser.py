@@ -299,3 +299,32 @@ def test_budget_follows_the_tiled_footprint_as_check_tile_counts_it(qtbot, windo
     # Untiled again: the untiled footprint comes back.
     w.tiling.panel.show_tiled.setChecked(False)
     assert w.side.budget_label.text() == untiled
+
+
+def test_best_split_draws_the_peak_vs_split_curves(qtbot, window, monkeypatch):
+    w = window
+    monkeypatch.setattr(w.tiling._confirm, "submit", lambda *a, **k: None)  # no LiteRT confirmation
+    open_and_wait(qtbot, w, shared_model("mlperftiny_kws_dscnn_int8.tflite"))
+    w.findChild(QDockWidget, "whatif_dock").raise_()
+    panel = w.tiling.panel
+    qtbot.waitUntil(panel.isVisible, timeout=5_000)
+    assert panel.plot_stack.currentWidget() is panel.plot_placeholder  # nothing computed yet
+    w.whatif_scroll.ensureWidgetVisible(panel.best)
+    qtbot.mouseClick(panel.best, Qt.MouseButton.LeftButton)  # starts the search (a child process)
+    qtbot.waitUntil(lambda: w.tiling.curve is not None, timeout=120_000)
+
+    def drawn():
+        curves = [c for c in panel.plot.getPlotItem().listDataItems() if c.getData()[0] is not None and len(c.getData()[0])]
+        return panel.plot_stack.currentWidget() is panel.plot and curves
+
+    curves = drawn()
+    assert len(curves) >= 2, "one curve per grid"
+    ys = [y for c in curves for y in c.getData()[1]]
+    lo, hi = panel.plot.getPlotItem().getViewBox().viewRange()[1]
+    assert min(ys) > 0 and lo < max(ys) <= hi and hi > 0  # not an empty -1..1 axis
+    # Pressed again: the best split of the grid is shown tiled, the curves stay.
+    grid = panel.settings()[0]
+    qtbot.mouseClick(panel.best, Qt.MouseButton.LeftButton)
+    assert panel.show_tiled.isChecked() and w.tiling.view is not None
+    assert panel.split.value() == w.tiling.curve.best[grid].split
+    assert len(drawn()) >= 2

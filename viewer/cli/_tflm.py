@@ -97,9 +97,10 @@ def run_check(args) -> int:
         "headroom_bytes": None if used is None else limit - used,
         "kernels": "reference",
         "scratch": [],
-        "terms": [{"term": t, "bytes": v} for t, v in terms],
+        "terms": _json_terms(fp, terms, overhead, model.weights_bytes, weights_mode),
         "notes": notes + list(fp.notes),
     }
+    report.update(_litert_keys(args, model, fp, report, limit))
     if fp.measurement is not None and fp.measurement.ok:
         report["scratch"] = [{"operator": r.op, "subgraph": r.subgraph, "bytes": r.nbytes}
                              for r in fp.measurement.scratch]
@@ -133,6 +134,76 @@ def run_check(args) -> int:
         out("tensor_arena_size: not known without TFLM's measurement (pip install 'arena-viewer[tflm]'"
             " and a model TFLM loads)")
     return code
+
+
+def _json_terms(fp, terms, overhead: int, weights_bytes: int, weights_mode: str) -> list[dict]:
+    """``check --json``'s terms under TFLM in LiteRT's schema ({name, bytes, source, method,
+    counted}), each keeping its TFLM label as ``term``; the closing sum is not a term."""
+    sources = {"head": "planned", "+ tail": "measured", "+ prepare-time": "measured",
+               "+ alignment": "estimated"}
+    names = {"head": "tensor arena", "+ tail": "persistent (the arena's tail)",
+             "+ prepare-time": "prepare-time extra", "+ alignment": "alignment margin"}
+    out = []
+    for label, v in terms:
+        if label.startswith("="):
+            continue
+        key = next(k for k in names if label.startswith(k))
+        src = "unknown" if v is None else sources[key]
+        method = label.split(": ", 1)[-1] if ": " in label else label.lstrip("+ ")
+        if key == "head":
+            method = (f"planned by {fp.planner} under TFLM's rules (GreedyMemoryPlanner re-stated), "
+                      + ("TFLM's measured scratch buffers included" if fp.measured else
+                         "scratch NOT included"))
+        elif key == "+ tail" and v is not None:
+            method = "TFLM's recording allocator (persistent: structs, quantization, kernel buffers)"
+        out.append({"name": names[key], "term": label, "bytes": int(v or 0), "source": src,
+                    "method": method, "counted": True})
+    out.append({"name": "runtime overhead", "term": "+ runtime overhead (given)", "bytes": int(overhead),
+                "source": "given", "method": "--runtime-overhead (TFLM allocates in the arena only)",
+                "counted": True})
+    copied = weights_mode == "copied"
+    out.append({"name": "weights", "term": "+ weights (copied into RAM)" if copied else "weights: in flash",
+                "bytes": int(weights_bytes), "source": "measured",
+                "method": "constant buffers in the model file, "
+                          + ("copied into RAM" if copied else "in flash (not counted)"),
+                "counted": copied})
+    return out
+
+
+def _litert_keys(args, model, fp, report: dict, limit: int) -> dict:
+    """The keys LiteRT's ``check --json`` has that TFLM's report lacks, with TFLM's meaning (None
+    where it does not apply), so one schema serves both runtimes (tests/cli/test_check_json_schema.py)."""
+    from viewer.whatif.tflm_footprint import NOT_MEASURED_NOTE
+
+    unknowns = []
+    if fp.tail_bytes is None:
+        unknowns.append(f"TFLM's scratch and persistent tail: {NOT_MEASURED_NOTE}")
+    head = report["terms"][0]
+    return {
+        "subgraph": 0,
+        "signatures": [s.key for s in model.signatures if s.subgraph_index == 0],
+        "unknowns": unknowns,
+        "configuration": "TensorFlow Lite Micro, reference kernels (one arena: head + tail)",
+        "sized_at_invoke": None,
+        "estimated": False,
+        "dynamic_batch": False,
+        "counted_arena": f"{head['source']}: {head['method']}",
+        "arena_source": head["source"],
+        "temporaries_included": bool(fp.measured),
+        "planned_tensor_arena_bytes": fp.head_bytes,
+        "measured_arena_bytes": (fp.measurement.head_bytes if fp.measurement is not None
+                                 and fp.measurement.ok else None),
+        "temporaries_count": len(report.get("scratch") or ()),
+        "temporaries_bytes": sum(r["bytes"] for r in report.get("scratch") or ()),
+        "other_subgraphs": [],
+        "batch": 1,
+        "largest_batch": None,
+        "largest_batch_note": "not estimated under --runtime tflm",
+        "widest_op": fp.analysis.widest_op if fp.analysis is not None else -1,
+        "whatif_planner": None,
+        "runtime": "tflm",
+        "limit_bytes": limit,
+    }
 
 
 # --- measure ----------------------------------------------------------------------------------

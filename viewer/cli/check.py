@@ -318,6 +318,20 @@ _VERDICT_TEXT = {VERDICT_FITS: "fits", VERDICT_DOES_NOT_FIT: "DOES NOT FIT",
                  VERDICT_CANNOT_TELL: "CANNOT TELL whether it fits"}
 
 
+def _invoke_qualifier(fp, rep) -> str:
+    """What a verdict on an arena measured after one synthetic Invoke rests on ("" otherwise):
+    sizes that follow the input values make it "cannot tell" (an unknown of the footprint);
+    sizes that follow the input shapes only qualify the "fits"."""
+    s = fp.invoke_sizing
+    if s is None or rep.verdict == VERDICT_DOES_NOT_FIT:
+        return ""
+    if s.value_dependent:
+        return (f" (fits at the sizes of one synthetic invoke; {s.tensors} tensor(s) are sized by "
+                f"input values: {', '.join(s.by_values[:3])})" if rep.used <= rep.limit else "")
+    return (f" at the sizes of one synthetic invoke ({s.tensors} tensor(s) sized during Invoke "
+            "from the input shapes only: the same at these shapes)")
+
+
 def _dynamic_batch(args, model) -> bool:
     """No --batch given and a graph input's batch is dynamic (-1 first in shape_signature)."""
     edits = _edits_of(args)
@@ -362,8 +376,8 @@ def _print_lines(args, model, fp, rep, found) -> None:
     tiled = getattr(args, "_tile", None)
     sigs = signature_keys(model, args.subgraph)
     where = f"subgraph {args.subgraph}" + (f" (signature {', '.join(sigs)})" if sigs else "")
-    out(f"{model.path} {where}: {_verdict_text(args, model, rep)} in {_b(rep.limit)} "
-        f"with planner {fp.planner}")
+    out(f"{model.path} {where}: {_verdict_text(args, model, rep)}{_invoke_qualifier(fp, rep)} in "
+        f"{_b(rep.limit)} with planner {fp.planner}")
     out(f"  configuration: {configuration(args, fp)}")
     out(f"  counted: {rep.terms[0].source}: {rep.terms[0].method}")
     for u in fp.unknowns:
@@ -437,15 +451,17 @@ def _print_json(args, model, fp, rep, found) -> None:
     weights = by_name["weights"]
     report = {
         "model": str(model.path),
+        "runtime": "litert",
         "subgraph": args.subgraph,
         "signatures": list(signature_keys(model, args.subgraph)),
         "planner": fp.planner,
         "verdict": rep.verdict,
         "fits": rep.verdict == VERDICT_FITS,
-        "verdict_text": _verdict_text(args, model, rep),
+        "verdict_text": _verdict_text(args, model, rep) + _invoke_qualifier(fp, rep),
         "estimated": bool(_estimated_terms(rep)),
         "dynamic_batch": _dynamic_batch(args, model),
         "configuration": configuration(args, fp),
+        "sized_at_invoke": fp.invoke_sizing.as_dict() if fp.invoke_sizing is not None else None,
         "unknowns": list(fp.unknowns),
         "terms": [{"name": t.name, "bytes": int(t.bytes), "source": t.source, "method": t.method,
                    "counted": t.counted} for t in rep.terms],

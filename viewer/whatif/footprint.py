@@ -163,6 +163,9 @@ class Footprint:
     terms: tuple[Term, ...] = ()
     unknowns: tuple[str, ...] = ()
     probe: object = field(default=None, compare=False, repr=False)
+    #: :class:`viewer.whatif.invoke_sizing.InvokeSizing` when LiteRT sized tensors during Invoke
+    #: (the arena is then the one of one synthetic invoke), else None.
+    invoke_sizing: object = None
 
     @property
     def other_subgraphs_bytes(self) -> int:
@@ -426,6 +429,7 @@ def footprint(
     base = analyze(edited.subgraph, model=model)
     base_plan = None  # planned over the model's tensors: only when the runtime does not answer
     unknowns = unresolved_dynamic_inputs(model, subgraph_index, edits)
+    sizing = None
     storage = edits is not None and bool(edits.activation_dtype or edits.tensor_dtypes)
     shapes_estimated = bool(edited.estimated)
 
@@ -489,6 +493,15 @@ def footprint(
                     notes.append(f"LiteRT deferred tensors to Invoke ({probe.invoke_reason}); "
                                  "measured after one invocation (the arena never shrinks "
                                  "afterwards)")
+            if probe.invoked:
+                from viewer.whatif.invoke_sizing import invoke_sizing
+
+                sizing = invoke_sizing(model, subgraph_index, probe)
+                if sizing is not None and sizing.value_dependent:
+                    unknowns.append(
+                        f"{sizing.tensors} tensor(s) are sized by input values during Invoke "
+                        f"({', '.join(sizing.by_values[:3])}): the arena is the one of one "
+                        "synthetic invoke; another input can need more")
             if probe.deferred:
                 why = probe.invoke_error or "not placed after one invocation"
                 unknowns.append(f"{len(probe.deferred)} tensor(s) LiteRT places during Invoke "
@@ -562,6 +575,7 @@ def footprint(
         terms=tuple(terms),
         unknowns=tuple(dict.fromkeys(unknowns)),
         probe=probe,
+        invoke_sizing=sizing if probe is not None else None,
     )
 
 
