@@ -36,11 +36,14 @@ def test_worker_answers_equal_the_one_shot_probe(tmp_path):
     _same(first, one)
     w = worker_for(p)
     w._answers.clear()
+    w._probes.clear()
     again = probe_resident(p, check=True)  # the same process, a fresh Interpreter
     _same(again, one)
     assert w.starts == 1 and w.requests == 2 and w.pid is not None
     _same(probe_resident(p, check=True), one)  # the answer kept for the same question
     assert w.requests == 2
+    # Parsed once: the same question gets the same (immutable) record, not a re-parse.
+    assert probe_resident(p, check=True) is probe_resident(p, check=True)
     _same(probe_resident(p, input_shapes=SMALL, check=True), probe_model(p, input_shapes=SMALL))
 
 

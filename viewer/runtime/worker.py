@@ -84,6 +84,7 @@ class RuntimeWorker:
         self._lock = threading.Lock()
         self._pumps: list[threading.Thread] = []
         self._answers: collections.OrderedDict = collections.OrderedDict()
+        self._probes: collections.OrderedDict = collections.OrderedDict()  # parsed, see probe_resident
         self._cache_lock = threading.Lock()
         self._last_raw = None  # the last JSON answer line as the child wrote it
 
@@ -341,8 +342,40 @@ def probe_resident(path: str | os.PathLike, *args, **kwargs):
         except UnicodeEncodeError:
             pass
         else:
-            return probe_model(path, *args, runner=worker_for(full).run, **kwargs)
+            worker = worker_for(full)
+            key = _probe_key(worker, args, kwargs)
+            with worker._cache_lock:
+                kept = worker._probes.get(key) if key is not None else None
+            if kept is not None:
+                return kept
+            probe = probe_model(path, *args, runner=worker.run, **kwargs)
+            if key is not None and probe.ok and not probe.notes:
+                with worker._cache_lock:
+                    worker._probes[key] = probe
+                    while len(worker._probes) > ANSWERS_KEPT:
+                        worker._probes.popitem(last=False)
+            return probe
     return probe_model(path, *args, **kwargs)
+
+
+def _probe_key(worker: RuntimeWorker, args: tuple, kwargs: dict):
+    """The cache key of a parsed probe: the file's identity plus every argument, or None.
+
+    A :class:`RuntimeProbe` is immutable and built only from the child's answer, which the
+    worker already keeps per request (:meth:`RuntimeWorker._cache_key`); keeping the parsed
+    record too saves parsing the same 100k-tensor answer twice (``check`` asks for the batch-2
+    shapes, then for the batch-2 footprint: ~1 s at 100k operators).
+    """
+    base = worker._cache_key([])
+    if base is None:
+        return None
+    try:
+        shapes = kwargs.get("input_shapes", args[1] if len(args) > 1 else None)
+        norm = tuple(sorted((str(k), tuple(int(d) for d in v)) for k, v in (shapes or {}).items()))
+        rest = tuple(sorted((k, repr(v)) for k, v in kwargs.items() if k not in ("input_shapes", "timeout")))
+        return (base, repr(args[:1]), repr(args[2:]), norm, rest)
+    except (TypeError, ValueError, AttributeError):
+        return None
 
 
 __all__ = ["RuntimeWorker", "worker_for", "close_workers", "probe_resident", "display_path"]
