@@ -56,3 +56,16 @@ def test_lines_give_each_term_once_and_explain_batch_zero():
     assert "largest batch: 0 (the fixed costs alone" in text
     r = budget_report(100, arena_bytes=16, batch_scales=False)
     assert "largest batch: 0 (not estimated: the model's inputs have no batch dimension)" in r.lines()
+
+
+def test_cannot_tell_with_room_left_never_says_over_budget_by_a_negative_amount():
+    """A report that is not "fits" (e.g. cannot tell) but has room left shows the headroom,
+    never "over budget by -2.6 MiB" (the window's Summary showed that)."""
+    from viewer.whatif.budget import BudgetReport
+    rep = BudgetReport(limit_bytes=10 << 20, weights_bytes=0, weights_counted=False, runtime_bytes=0,
+                       arena_bytes=(10 << 20) - 2_726_298, batch=1, used_bytes=(10 << 20) - 2_726_298,
+                       headroom_bytes=2_726_298, fits=False, arena_per_example_bytes=1,
+                       largest_batch=None, message="cannot tell: kernel temporaries not measured")
+    lines = rep.lines()
+    assert not any("over budget by" in x for x in lines), lines
+    assert "headroom: 2,726,298 B (2.6 MiB)" in lines

@@ -112,7 +112,9 @@ def _print(rep: dict) -> None:
         out(f"  patch stage: {_b(ps['total_bytes'])} = largest patch arena {_b(ps['arena_bytes'])} "
             f"(input crop {ps['patch_input_shape']}) + cut {_b(ps['cut_bytes'])} + input {_b(ps['input_bytes'])}")
         out(f"  tail stage:  {_b(rep['tail_stage']['arena_bytes'])}")
-        out(f"  peak:        {_b(rep['peak_bytes'])}  reduction {rep['reduction']:.2f}x, "
+        ratio = (f"reduction {rep['reduction']:.2f}x" if rep["reduction"] >= 1 else
+                 f"{1 / rep['reduction']:.2f}x larger than untiled (tiling does not help here)")
+        out(f"  peak:        {_b(rep['peak_bytes'])}  {ratio}, "
             f"recompute +{rep['overhead_pct']:.1f}% MACs; assumes the stages run in turn in one "
             "arena (each interpreter built and freed before the next)")
         out(f"  deployed with LiteRT as written (-o: patch.tflite, every signature allocated, + "

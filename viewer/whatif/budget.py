@@ -97,7 +97,8 @@ class BudgetReport:
             (f"+ weights (copied, counted): {f(self.weights_bytes)}" if self.weights_counted else
              f"  weights (mapped: page cache, reclaimable, not counted): {f(self.weights_bytes)}"),
             f"= used: {f(self.used_bytes)} of {f(self.limit_bytes)}",
-            (f"headroom: {f(self.headroom_bytes)}" if self.fits else f"over budget by {f(-self.headroom_bytes)}"),
+            (f"headroom: {f(self.headroom_bytes)}" if self.headroom_bytes >= 0
+             else f"over budget by {f(-self.headroom_bytes)}"),
             f"largest batch: {'none' if self.largest_batch is None else self.largest_batch}"
             + (f" ({self.largest_batch_note})" if self.largest_batch_note else ""),
         ]
