@@ -170,3 +170,18 @@ def test_reorder_that_keeps_the_order_keeps_the_plans(doc):
     resp = compute_reorder(ReorderRequest(base.request.path, base, 0.0001))
     assert resp.reorder is not None and not resp.reorder.changed
     assert resp.plans is base.plans and resp.analysis is base.analysis
+
+
+def test_progress_leaves_room_for_the_footprint_and_never_reaches_100_before_done():
+    """The footprint (LiteRT probes, seconds on a big model) runs after the plans: progress must
+    not sit at 97-100% while it works (a new user saw "100%" for ~10 s on unet_256)."""
+    from viewer.document.work import AnalysisRequest, compute
+    from viewer.resources import DEMO_MODEL, resource_path
+    seen = []
+    compute(AnalysisRequest(path=str(resource_path(DEMO_MODEL)), measure=False),
+            progress=lambda f, m: seen.append((f, m)))
+    assert seen[-1] == (1.0, "done")
+    assert all(f < 0.9 for f, _ in seen[:-1]), seen
+    fp = [f for f, m in seen if "footprint" in m]
+    assert fp and max(fp) <= 0.9, seen
+    assert [f for f, _ in seen] == sorted(f for f, _ in seen)

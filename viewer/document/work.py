@@ -377,7 +377,7 @@ def compute(
 
     names = list(request.planners) if request.planners is not None else default_planner_names()
     with_temps = tensor_analysis is not None and bool(analysis.temporaries_ops)
-    span = (0.35, 0.75) if with_temps else (0.35, 0.95)
+    span = (0.35, 0.55) if with_temps else (0.35, 0.7)
     view = _plan_view(analysis, names, request.alignment, report, is_cancelled, span)
     plans = view[1]
     tensor_view = view
@@ -385,7 +385,7 @@ def compute(
     if with_temps:
         temporaries_view = view
         tensor_view = _plan_view(tensor_analysis, names, request.alignment, report, is_cancelled,
-                                 (0.75, 0.95))
+                                 (0.55, 0.7))
     if probe is not None and probe.ok:
         try:
             measured = _probe_module().measured_plan(probe)
@@ -414,7 +414,7 @@ def _footprint(model, request: AnalysisRequest, edits, report):
     """The footprint ``check`` counts (litert), or None when it cannot be computed."""
     from viewer.whatif.footprint import footprint
 
-    report(0.97, "counting the footprint (as check does)")
+    report(0.72, "counting the footprint (as check does)")
     try:
         return footprint(model, request.subgraph, edits, planner="litert",
                          measure=bool(request.measure), detail=False)
@@ -428,7 +428,7 @@ def _batch_growth(model, request: AnalysisRequest, edits, fp, report):
     refuses it)."""
     from viewer.whatif.verdict import BatchGrowth, batch_growth
 
-    report(0.98, "the footprint at the next batch (as check does)")
+    report(0.88, "the footprint at the next batch (as check does)")
     try:
         return batch_growth(model, request.subgraph, edits, fp, planner="litert",
                             measure=bool(request.measure))
