@@ -304,11 +304,29 @@ class Document:
             if os.environ.get("ARENA_VIEWER_DEBUG"):
                 raise
             vars(self).update(saved)
+            self._redraw_restored(resp)
             self.events.emit("failed", "show",
                              f"{resp.request.path}: cannot show the result: {type(e).__name__}: {e}")
             return
         if kind == "what-if-estimate" and isinstance(resp, AnalysisResponse) and not _unedited(resp.request.edits):
             self._submit(self._request(resp.request.edits), "what-if")  # the runtime confirms it
+
+    def _redraw_restored(self, failed) -> None:
+        """After showing ``failed`` raised part-way, the renderer draws the restored state
+        again: the model (``model_changed``, then its edit controls: ``edits_restored``) when
+        the failed response was another model's, and the view (``shown``), so title, chart and
+        panels are all the previous model's again. Nothing to draw when nothing was shown."""
+        full = self._full
+        if full is None or not isinstance(failed, AnalysisResponse):
+            return
+        try:
+            if failed.model is not full.model or failed.request.subgraph != full.request.subgraph:
+                self.events.emit("model_changed", full)
+                self.events.emit("edits_restored", self._edits)
+            self.events.emit("shown")
+        except Exception:  # the previous view cannot be drawn either: the failure is reported
+            if os.environ.get("ARENA_VIEWER_DEBUG"):
+                raise
 
     def _show(self, resp: AnalysisResponse) -> None:
         previous = self._full
