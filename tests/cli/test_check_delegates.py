@@ -84,3 +84,29 @@ def test_delegate_flags_that_conflict_are_refused(capsys, tmp_path):
     rc, _, err = _run(capsys, "m.tflite", "--budget", "8MiB", "--delegates", "default",
                       "--delegate-library", str(tmp_path))
     assert rc == 2 and "give one delegate" in err
+
+
+from delegate_library import hold_delegate  # noqa: E402,F401  (the fixture)
+
+
+@pytest.mark.shared
+def test_a_library_delegate_is_measured_the_same_way_and_never_a_bare_fits(capsys, hold_delegate):
+    rc, out, err = _run(capsys, str(shared_model(MODEL)), "--budget", "64MiB", "--json",
+                        "--delegate-library", str(hold_delegate),
+                        "--delegate-option", f"hold_bytes={8 << 20}")
+    r = json.loads(out)
+    assert rc == 3 and r["verdict"] == "cannot_tell", err
+    assert any("device memory" in u for u in r["unknowns"])
+    assert err.count("\n") == 1 and "cannot tell" in err
+    t = {x["name"]: x for x in r["terms"]}
+    setup = t["delegate: libhold_delegate.so setup"]
+    assert setup["source"] == "measured" and setup["bytes"] >= (8 << 20) - (64 << 10)
+    assert r["delegate"]["library"] == str(hold_delegate)
+    assert r["delegate"]["options"] == {"hold_bytes": str(8 << 20)}
+
+
+@pytest.mark.shared
+def test_a_library_whose_create_fails_is_one_line_exit_2(capsys, hold_delegate):
+    rc, out, err = _run(capsys, str(shared_model(MODEL)), "--budget", "64MiB",
+                        "--delegate-library", str(hold_delegate), "--delegate-option", "fail=1")
+    assert rc == 2 and not out and err.count("\n") == 1 and "asked to fail" in err
