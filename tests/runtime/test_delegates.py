@@ -83,3 +83,29 @@ def test_a_library_that_is_no_delegate_is_one_line():
         measure_delegate(shared_model(MODEL), DelegateSpec("external", str(not_a_delegate)))
     msg = str(e.value)
     assert "\n" not in msg and str(not_a_delegate) in msg and "not a LiteRT delegate" in msg
+
+
+from delegate_library import hold_delegate  # noqa: E402,F401  (the fixture)
+
+HOLD = 8 << 20
+
+
+@pytest.mark.shared
+def test_a_library_delegates_own_buffers_are_in_its_setup_term(hold_delegate):
+    """The test delegate holds exactly 8 MiB it allocated and touched in Prepare: the setup
+    growth sees it (within a few pages), and the CPU arena is LiteRT's own (nothing delegated)."""
+    p = shared_model(MODEL)
+    empty = measure_delegate(p, DelegateSpec("external", str(hold_delegate)))
+    held = measure_delegate(p, DelegateSpec("external", str(hold_delegate),
+                                            (("hold_bytes", str(HOLD)),)))
+    assert abs((held.setup_growth - empty.setup_growth) - HOLD) <= 64 << 10
+    assert held.delegated_operators == 0 and held.delegate_kernels == 0
+    assert held.arena_bytes == measure_delegate(p, DelegateSpec("none")).arena_bytes == 1_655_808
+
+
+@pytest.mark.shared
+def test_a_delegate_whose_create_fails_is_one_line(hold_delegate):
+    with pytest.raises(DelegateLoadError) as e:
+        measure_delegate(shared_model(MODEL), DelegateSpec("external", str(hold_delegate),
+                                                           (("fail", "1"),)))
+    assert "\n" not in str(e.value) and "asked to fail" in str(e.value)

@@ -67,7 +67,10 @@ def _build(path: str, delegate: str, library: str, options: dict):
         try:
             d = load_delegate(library, options)
         except (ValueError, OSError, RuntimeError, AttributeError) as e:
-            raise _LoadFailed(" ".join(str(e).split())) from None
+            # Keep the half-built Delegate alive until os._exit: its __del__ would hand the
+            # library's destroy function the NULL its create returned.
+            _KEEP.append(e)
+            raise _LoadFailed(" ".join(str(e).split()) or "its create function returned NULL") from None
         return Interpreter(model_path=path, experimental_delegates=[d],
                            experimental_op_resolver_type=OpResolverType.BUILTIN_WITHOUT_DEFAULT_DELEGATES)
     kind = (OpResolverType.AUTO if delegate == "xnnpack"
@@ -77,6 +80,9 @@ def _build(path: str, delegate: str, library: str, options: dict):
 
 class _LoadFailed(Exception):
     pass
+
+
+_KEEP: list = []
 
 
 def _trim() -> None:
