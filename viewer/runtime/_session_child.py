@@ -37,6 +37,16 @@ import os
 import sys
 import traceback
 
+def _hook(k: int) -> None:
+    """Test hook: ``ARENA_VIEWER_SESSION_HOOK=segv@K`` kills this process with SIGSEGV as step
+    K (from 1) begins, as a kernel crashing there would."""
+    action, _, at = os.environ.get("ARENA_VIEWER_SESSION_HOOK", "").partition("@")
+    if action == "segv" and at.isdigit() and int(at) == k + 1:
+        import signal
+
+        os.kill(os.getpid(), signal.SIGSEGV)
+
+
 def _libc():
     try:
         lib = ctypes.CDLL(None)
@@ -203,6 +213,7 @@ def run_session(path: str, subgraph: int, steps: list[dict], emit=None) -> dict:
     out_steps: list[dict] = []
     emit = emit or out_steps.append
     for k, step in enumerate(steps):
+        _hook(k)
         peak_reset = _reset_peak()
         rss_before = _status().get("VmRSS")
         try:
