@@ -133,3 +133,13 @@ def test_xnnpack_largest_batch_is_what_the_runtime_then_measures(capsys):
     rc4, out4, _ = _run(capsys, p, "--budget", str(limit), "--batch", "4", *args)
     assert (rc3, json.loads(out3)["verdict"]) == (0, "fits")
     assert (rc4, json.loads(out4)["verdict"]) == (1, "does_not_fit")
+
+
+@pytest.mark.shared
+def test_a_model_litert_cannot_load_under_xnnpack_cannot_tell(capsys):
+    rc, out, err = _run(capsys, str(shared_model("coral_bodypix_mnv1_512_decoder.tflite")),
+                        "--budget", "64MiB", "--delegates", "default", "--json")
+    r = json.loads(out)
+    assert rc == 3 and r["verdict"] == "cannot_tell" and not r["measured"]
+    assert any("under XNNPACK" in u and "PosenetDecoderOp" in u for u in r["unknowns"])
+    assert {t["name"]: t for t in r["terms"]}["delegate: XNNPACK setup"]["source"] == "unknown"

@@ -142,8 +142,9 @@ def run_delegate_check(args: argparse.Namespace, spec: DelegateSpec) -> int:
     except DelegateLoadError:
         raise
     except RuntimeProbeError as e:
-        why = f"not measured under {spec.name} ({e})"
-        unknowns.append(f"the model under {spec.name}: {why}")
+        why = f"not measured under {spec.name} (see the unknown above)"
+        unknowns.append(f"the model under {spec.name} (CPU arena, the delegate's memory): not "
+                        f"measured ({e})")
     terms = _budget_terms(account, spec, fp, args.weights, why)
     used = total_bytes(terms)
     result = verdict(used, limit, unknowns)
@@ -153,6 +154,9 @@ def run_delegate_check(args: argparse.Namespace, spec: DelegateSpec) -> int:
         terms[at:at] = list(split.terms)
         args._delegate_largest = _largest_batch(limit, used, split)
     notes = edit_notes(model, 0, edits) + list(fp.notes) + list(account.notes if account else ())
+    if fp.other_subgraphs and account is not None:
+        notes.append(f"the {len(fp.other_subgraphs)} other subgraph(s)' arenas (control flow) are "
+                     f"inside the Pss_Anon terms under {spec.name}, not laid out apart")
     report = _report(args, model, fp, spec, account, terms, unknowns, notes, limit, used, result)
     report["delegate"]["per_example_bytes"] = split.per_example_bytes if split is not None else None
     if args.json:
