@@ -58,6 +58,11 @@ def run(args: argparse.Namespace) -> int:
         return run_tflm_measure(args)
     if args.cgroup:
         return _cgroup.run(args)
+    from viewer.model.reader import load_model
+
+    # A file that is no flatbuffer: our reader says what is wrong (LiteRT only "not a valid
+    # Flatbuffer"); graphs it reads but LiteRT refuses are left to LiteRT to say.
+    load_model(args.model, graph_rules=False)
     report = measure_report(args.model, args.runs, args.timeout, xnnpack=not args.no_xnnpack)
     report["footprint"] = _footprint_terms(args.model, args.timeout)
     if args.json:
