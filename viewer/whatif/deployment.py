@@ -27,6 +27,8 @@ from viewer.whatif.footprint import (SOURCE_ESTIMATED, SOURCE_MEASURED, SOURCE_P
                                      footprint)
 
 KV_TERM = "KV cache"
+#: Endings of the names of terms held only while something runs (not in the heap afterwards).
+_TRANSIENT = ("first invoke only)", "while its caller runs)")
 
 
 @dataclass(frozen=True)
@@ -161,34 +163,40 @@ def _measured_terms(model: Model, probe, keys, caches) -> tuple[list[Term], dict
         if s.subgraph not in used and s.arena_bytes:
             terms.append(Term(f"subgraph {s.subgraph} arena (resident)", s.arena_bytes, SOURCE_MEASURED,
                               "LiteRT's arena of a subgraph no listed signature runs, still resident"))
-    inits = _init_subgraphs(model, used)
+    reached = _reached(model, used)
     for s in probe.subgraphs:
-        if s.subgraph in inits and not s.arena_bytes:
+        if s.subgraph in reached and s.subgraph not in used and not s.arena_bytes:
             planned = int(footprint(model, s.subgraph, None, planner="litert", measure=False).arena_bytes)
-            terms.append(Term(f"subgraph {s.subgraph} arena (CALL_ONCE init, first invoke only)", planned,
-                              SOURCE_PLANNED,
-                              "planner litert over its tensors: CALL_ONCE allocates it, runs it and "
-                              "releases it during the first invoke (call_once.cc "
-                              "ReleaseNonPersistentMemory; measured: none resident afterwards), so the "
-                              "first invoke's peak holds it beside the terms above"))
+            how = reached[s.subgraph]
+            once = "CALL_ONCE" in how
+            terms.append(Term(f"subgraph {s.subgraph} arena ({how}, " + ("first invoke only)" if once else
+                                                                          "while its caller runs)"),
+                              planned, SOURCE_PLANNED,
+                              "planner litert over its tensors (kernel temporaries not included): "
+                              + ("CALL_ONCE allocates it, runs it and releases it during the first invoke "
+                                 "(call_once.cc ReleaseNonPersistentMemory)" if once else
+                                 "its caller's kernel allocates it while it runs")
+                              + "; measured: none resident after the invokes, so it counts toward "
+                              "the peak beside the terms above"))
+            if not once:
+                unknowns.append(f"kernel temporaries of subgraph {s.subgraph} ({how}): not measured")
     released = [s.subgraph for s in probe.subgraphs
-                if s.subgraph not in used and s.subgraph not in inits and not s.arena_bytes]
+                if s.subgraph not in used and s.subgraph not in reached and not s.arena_bytes]
     if released:
-        notes.append(f"subgraph(s) {', '.join(map(str, released))}: no arena resident after the invokes "
-                     "(run by control flow and released, or never run)")
+        notes.append(f"subgraph(s) {', '.join(map(str, released))}: run by no listed signature, no arena")
     return terms, arenas, unknowns, notes
 
 
-def _init_subgraphs(model: Model, entries) -> set[int]:
-    """Subgraphs a ``CALL_ONCE`` of an entry subgraph runs (``init_subgraph_index``)."""
-    out = set()
-    for g in entries:
-        for op in model.subgraphs[g].operators:
-            idx = (op.options or {}).get("init_subgraph_index") if op.op_name == "CALL_ONCE" else None
-            if isinstance(idx, int) and 0 <= idx < len(model.subgraphs):
-                out.add(idx)
-    return out
 
+def _reached(model: Model, entries) -> dict[int, str]:
+    """Subgraphs reached from the entry subgraphs through control flow -> how (first found)."""
+    from viewer.whatif.footprint import reachable_subgraphs
+
+    out: dict[int, str] = {}
+    for g in sorted(entries):
+        for idx, how in reachable_subgraphs(model, g):
+            out.setdefault(idx, how)
+    return out
 
 def _planned_terms(model: Model, keys, subgraphs) -> tuple[list[Term], dict, list[str]]:
     terms, arenas = [], {}
@@ -268,7 +276,8 @@ def _overhead(probe, terms) -> Term:
     heap = probe.heap_final
     if heap is None:
         return Term("runtime overhead", 0, SOURCE_UNKNOWN, "the heap cannot be read (no glibc mallinfo2); 0 B counted")
-    inside = sum(t.bytes for t in terms if "held by the application" not in t.name)
+    inside = sum(t.bytes for t in terms if "held by the application" not in t.name
+                 and not t.name.endswith(_TRANSIENT))  # what the heap holds after the invokes
     method = (f"heap in use (glibc mallinfo2) after every signature ran minus before the interpreter "
               f"was built = {heap:,d} B, less the terms above (interpreter, kernel and resource state)")
     if heap < inside:
