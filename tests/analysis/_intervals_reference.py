@@ -1,5 +1,6 @@
 """Oracle for tests/analysis/test_intervals_vectorised.py: viewer/analysis/intervals.py as it was at
-main 969f405, the per-tensor loop version, kept verbatim below (do not edit; not imported by viewer/).
+main 969f405 (with b18111e's READ_VARIABLE rule), the per-tensor loop version, kept verbatim below
+(do not edit except to follow a rule change on main; not imported by viewer/).
 
 Usage intervals under LiteRT's rules, and the operator profile they imply.
 
@@ -19,8 +20,8 @@ Follows LiteRT's ``ArenaPlanner::PlanAllocations`` (tflite/arena_planner.cc):
   no memory (when ``analyze`` is given the model: tflite/kernels/while.cc);
 - variables live in LiteRT's separate persistent arena (``kTfLiteArenaRwPersistent``);
 - resource handles made by VAR_HANDLE live in the persistent arena (a resource graph input
-  stays in the arena); READ_VARIABLE's output is
-  dynamic (allocated while the model runs);
+  stays in the arena); READ_VARIABLE's output is dynamic (allocated while the model runs)
+  when the file gives it no dims, else an arena tensor the variable is copied into;
 - a tensor that is only read (no producer, not a graph input) is never allocated by the planner,
   and operator ``intermediates`` are not seen by it at all;
 - in-place operators (``IdentifyInPlaceTensors``): the first output of an operator whose kernel
@@ -166,9 +167,12 @@ def analyze(subgraph: Subgraph, *, temporaries: Iterable[Temporary] = (), model=
 
     # VAR_HANDLE's kernel puts its resource handle in the persistent arena (measured).
     handles = {t for op in subgraph.operators if op.op_name == "VAR_HANDLE" for t in op.outputs if valid(t)}
+    # READ_VARIABLE's Prepare makes its output dynamic only when the file gives it no dims
+    # (``output->dims->size == 0``: scalar or unranked); a ranked output stays in the arena and
+    # Eval copies the variable into it (tflite/kernels/read_variable.cc; measured, LiteRT 2.3).
     dynamic_outputs = {
         t for op in subgraph.operators if op.op_name in DYNAMIC_OUTPUT_OPS
-        for t in op.outputs if valid(t)
+        for t in op.outputs if valid(t) and (op.op_name != "READ_VARIABLE" or not tensors[t].shape)
     }
 
     graph_inputs = [t for t in subgraph.inputs if valid(t)]

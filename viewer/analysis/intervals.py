@@ -16,8 +16,8 @@ Follows LiteRT's ``ArenaPlanner::PlanAllocations`` (tflite/arena_planner.cc):
   no memory (when ``analyze`` is given the model: tflite/kernels/while.cc);
 - variables live in LiteRT's separate persistent arena (``kTfLiteArenaRwPersistent``);
 - resource handles made by VAR_HANDLE live in the persistent arena (a resource graph input
-  stays in the arena); READ_VARIABLE's output is
-  dynamic (allocated while the model runs);
+  stays in the arena); READ_VARIABLE's output is dynamic (allocated while the model runs)
+  when the file gives it no dims, else an arena tensor the variable is copied into;
 - a tensor that is only read (no producer, not a graph input) is never allocated by the planner,
   and operator ``intermediates`` are not seen by it at all;
 - in-place operators (``IdentifyInPlaceTensors``): the first output of an operator whose kernel
@@ -169,7 +169,12 @@ class _TensorFacts:
         self.persistent_ro = mask(n_t, _persistent_ro_outputs(subgraph))
         self.persistent = self.persistent_ro | mask(n_t, _folded_outputs(subgraph))
         self.handles = mask(n_t, _outputs_of(subgraph, lambda name: name == "VAR_HANDLE"))
-        self.dynout = mask(n_t, _outputs_of(subgraph, DYNAMIC_OUTPUT_OPS.__contains__))
+        # READ_VARIABLE's Prepare makes its output dynamic only when the file gives it no dims
+        # (``output->dims->size == 0``: scalar or unranked); a ranked output stays in the arena and
+        # Eval copies the variable into it (tflite/kernels/read_variable.cc; measured, LiteRT 2.3).
+        self.dynout = mask(n_t, (
+            t for op in ops if op.op_name in DYNAMIC_OUTPUT_OPS
+            for t in op.outputs if 0 <= t < n_t and (op.op_name != "READ_VARIABLE" or not tensors[t].shape)))
 
         self.gi_list = [t for t in subgraph.inputs if 0 <= t < n_t]
         self.gi = mask(n_t, self.gi_list)

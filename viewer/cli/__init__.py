@@ -26,6 +26,7 @@ COMMANDS = {
     "overlay": "overlay",
     "compare": "compare",
     "tile": "tile",
+    "session": "session",
     "gui": "gui",
 }
 

@@ -142,11 +142,18 @@ def _print_table(r: dict) -> None:
         if sec.get("error"):
             w(f"  {name}: {sec['error']}\n")
     s = r["split"]
-    w("\nsplit (no delegates)\n")
+    w("\nsplit (no delegates; Pss_Anon from just before the interpreter was built)\n")
     w(f"  file-backed weights       {_b(s['weights_file_backed_bytes'])}\n")
     w(f"  anonymous added by model  {_b(s['anonymous_added_by_model_bytes'])}\n")
     w(f"    of which tensor arena   {_b(s['arena_bytes'])}\n")
-    w(f"    beyond the arena        {_b(s['anonymous_beyond_arena_bytes'])}\n")
+    if s.get("beyond_arena_unresolved"):
+        w("    beyond the arena        not resolved (the process grew by less than the arena; "
+          "see notes)\n")
+    else:
+        w(f"    beyond the arena        {_b(s['anonymous_beyond_arena_bytes'])}   (interpreter and "
+          "kernel state; the harness's own allocations not in it)\n")
+    w(f"  harness (measured apart)  {_b(s['harness_bytes'])}   (our random inputs, made "
+      "before the interpreter; Python, numpy and LiteRT in the baseline)\n")
     c = r["cgroup"]
     w("\ncgroup v2\n")
     for k in ("memory_max", "memory_high", "memory_min"):

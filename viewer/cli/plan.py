@@ -7,6 +7,7 @@ import json
 import sys
 
 from viewer.cli._tflm import add_runtime_arg, is_tflm, run_plan as run_tflm_plan
+from viewer.cli._deployment import add_deployment_args, run_plan as run_deployment_plan, wanted as deployment_wanted
 from viewer.cli._common import add_edit_args, add_model_args, edits_from_args, known_planners_help, planner_choice
 from viewer.analysis.types import KIND_TEMPORARY
 from viewer.errors import UsageError, ViewerError
@@ -43,6 +44,7 @@ def add_parser(sub) -> None:
                    help="seconds for the runtime subprocess with --measure (default 60)")
     add_edit_args(p)
     add_runtime_arg(p)
+    add_deployment_args(p)
     p.set_defaults(run=run)
 
 
@@ -61,6 +63,8 @@ def run(args: argparse.Namespace) -> int:
         raise UsageError(f"--time-limit must be a positive number of seconds, got {args.time_limit}")
     if args.export_csv:
         check_output_path(args.export_csv, args.model, what="CSV problem", force=args.force)
+    if deployment_wanted(args):  # several signatures in one interpreter, KV caches counted once
+        return run_deployment_plan(args)
     if is_tflm(args):
         return run_tflm_plan(args)
     edits = edits_from_args(args)
