@@ -63,9 +63,20 @@ def first_writer(n_t: int, out: Edges) -> np.ndarray:
     """Shape (n_t,), int64: the first operator (in execution order) listing each tensor as an
     output, -1 for none."""
     producer = np.full(n_t, -1, dtype=_IDX)
-    t, first = np.unique(out.tensor, return_index=True)  # first occurrence of each
-    producer[t] = out.op[first]
+    first = first_occurrences(out.tensor)
+    producer[out.tensor[first]] = out.op[first]
     return producer
+
+
+def first_occurrences(keys: np.ndarray) -> np.ndarray:
+    """Positions of the first occurrence of each distinct value of ``keys`` (shape (n,)), in
+    ascending key order: ``np.unique(keys, return_index=True)[1]`` without its first-call
+    import of ``numpy.ma`` (see :func:`viewer.analysis.problem.unique_sorted`)."""
+    order = np.argsort(keys, kind="stable")
+    s = keys[order]
+    keep = np.ones(len(s), dtype=bool)
+    np.not_equal(s[1:], s[:-1], out=keep[1:])
+    return order[keep]
 
 
 def consumer_lists(n_t: int, inp: Edges) -> tuple[np.ndarray, list[int]]:

@@ -35,7 +35,7 @@ from typing import Iterable
 
 import numpy as np
 
-from viewer.analysis._graph_arrays import consumer_lists, edges, first_writer, mask, no_gc
+from viewer.analysis._graph_arrays import consumer_lists, edges, first_occurrences, first_writer, mask, no_gc
 from viewer.analysis.problem import Buffer
 from viewer.analysis.types import (
     KIND_ALIAS,
@@ -363,25 +363,26 @@ def _alloc_queue(f: _TensorFacts, dealloc, last_index: int, m: int, temp_list) -
     """
     nb = f.nbytes
     positive = np.fromiter((x > 0 for x in nb), bool, f.n_t)
-    sortable = (((f.where == _W_ARENA) & positive & ~f.dropped) | (f.where == _W_PERSISTENT)).tolist()
-    d_list = dealloc.tolist()
+    sortable = ((f.where == _W_ARENA) & positive & ~f.dropped) | (f.where == _W_PERSISTENT)
+    never = dealloc < 0
+    last = np.where(never, last_index, dealloc)
 
-    def entry(t: int, node: int) -> Buffer:
-        d = d_list[t]
-        return Buffer(t, node, last_index if d < 0 else d, nb[t] if sortable[t] else 0, pinned=d < 0)
+    def entries(ts: np.ndarray, nodes) -> list[Buffer]:
+        sizes = [nb[t] if s else 0 for t, s in zip(ts.tolist(), sortable[ts].tolist())]
+        return list(map(Buffer, ts.tolist(), nodes, last[ts].tolist(), sizes, never[ts].tolist()))
 
-    first_at_0 = dict.fromkeys([*np.flatnonzero(f.var).tolist(), *f.gi_list])
+    first_at_0 = np.fromiter(dict.fromkeys([*np.flatnonzero(f.var).tolist(), *f.gi_list]), np.int64)
     queue: list[list[Buffer]] = [[] for _ in range(m)]
-    queue[0] = [entry(t, 0) for t in first_at_0]
+    queue[0] = entries(first_at_0, [0] * len(first_at_0))
     init = mask(f.n_t, first_at_0)
     out_t, out_op = f.out.tensor, f.out.op
-    _, firsts = np.unique(out_op * max(f.n_t, 1) + out_t, return_index=True)  # each (node, tensor) once
+    firsts = first_occurrences(out_op * max(f.n_t, 1) + out_t)  # each (node, tensor) once
     firsts.sort()
     firsts = firsts[~((out_op[firsts] == 0) & init[out_t[firsts]])]
     order = firsts[np.argsort(out_op[firsts], kind="stable")]
-    node_of = np.where(init, 0, f.producer).tolist()
-    for t, op in zip(out_t[order].tolist(), out_op[order].tolist()):
-        queue[op].append(entry(t, node_of[t]))
+    ts = out_t[order]
+    for op, b in zip(out_op[order].tolist(), entries(ts, np.where(init, 0, f.producer)[ts].tolist())):
+        queue[op].append(b)
     for tmp in temp_list:
         if 0 <= tmp.op < m:
             queue[tmp.op].append(Buffer(tmp.id, tmp.op, tmp.op, tmp.nbytes))
