@@ -83,3 +83,24 @@ def test_other_signatures_make_a_fitting_session_cannot_tell(capsys):
                            "--budget", "1GiB")
     assert rc == 0, err
     assert "subgraph 1" in out and "sub_x:0 100" in out
+
+
+def test_no_measure_predicts_and_never_says_fits(chain, capsys):
+    rc, out, err = run_cli(capsys, "session", str(chain), "--batches", "1,4", "--no-measure",
+                           "--budget", "1GiB")
+    assert rc == 3, err
+    assert "predicted without the runtime" in out and "CANNOT TELL" in out
+    rc, out, err = run_cli(capsys, "session", str(chain), "--batches", "1,4", "--no-measure",
+                           "--budget", "1KiB", "--json")
+    assert rc == 1, err
+    rep = json.loads(out)
+    assert rep["verdict"] == "does_not_fit" and rep["steps"][1]["grew"]
+    assert "predicted only" in rep["configuration"]
+
+
+def test_measured_report_carries_the_prediction(chain, capsys):
+    rc, out, err = run_cli(capsys, "session", str(chain), "--batches", "2,1", "--json")
+    assert rc == 0, err
+    for s in json.loads(out)["steps"]:
+        need = s["arena_needed_bytes"]
+        assert need["predicted"] == need["measured"]

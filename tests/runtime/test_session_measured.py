@@ -97,3 +97,41 @@ def test_tensors_deferred_to_invoke_grow_the_buffer_during_invoke():
 def test_missing_file_is_one_line(tmp_path):
     run = measure_session(tmp_path / "nope.tflite", [{0: (1,)}])
     assert not run.ok and "no such model file" in run.error
+
+
+@pytest.mark.parametrize("name, shapes", [
+    # im2col temporaries are 9.4 of se_dynbatch's 11.6 MB at batch 1, planned by LiteRT during Invoke
+    ("se_dynbatch.tflite", [(1, 64, 64, 3), (2, 64, 64, 3), (1, 64, 64, 3)]),
+    ("mlperftiny_ic_resnet8_int8.tflite", [(1, 32, 32, 3), (8, 32, 32, 3), (2, 32, 32, 3)]),
+    ("litert_test_simple_add_dynamic_shape.tflite", [(1, 128, 4), (64, 128, 4), (8, 128, 4)]),
+])
+def test_prediction_without_the_runtime_matches_litert(name, shapes):
+    from viewer.whatif.session import plan_session, session_steps
+
+    path = shared_model(name)
+    model = load_model(path)
+    steps = session_steps(model, 0, [{"*": s} for s in shapes])
+    predicted = plan_session(model, 0, steps)
+    run = measure_session(path, steps)
+    assert [p.buffer.needed for p in predicted] == [s.needed_bytes for s in run.steps]
+    for p, s in zip(predicted, run.steps):
+        assert p.buffer.request <= s.held_bytes < p.buffer.request + ROUNDING
+
+
+def test_prediction_without_the_runtime_on_a_built_chain(tmp_path):
+    from viewer.whatif.session import plan_session
+
+    path = dynamic_chain(tmp_path)
+    steps = [{0: (b, 8, 8, 3)} for b in (3, 1, 7)]
+    predicted = plan_session(load_model(path), 0, steps)
+    run = measure_session(path, steps)
+    assert [p.buffer.needed for p in predicted] == [s.needed_bytes for s in run.steps]
+    assert [p.buffer.grew for p in predicted] == [True, False, True]
+
+
+def test_a_crash_keeps_the_steps_before_it(tmp_path, monkeypatch):
+    monkeypatch.setenv("ARENA_VIEWER_SESSION_HOOK", "segv@3")
+    path = dynamic_chain(tmp_path)
+    run = measure_session(path, [{0: (b, 8, 8, 3)} for b in (1, 2, 3, 4)])
+    assert run.ok and run.failed_step == 2 and len(run.steps) == 2
+    assert "crashed (SIGSEGV)" in run.error and "step 3" in run.error

@@ -58,3 +58,16 @@ def test_no_smaps_is_unknown_not_zero():
     m = DelegateMeasurement(DelegateSpec("xnnpack"), None, None, None, 200, 2)
     a = delegate_account(m)
     assert a.unknowns and all(t.source == "unknown" for t in a.terms[1:])
+
+
+def test_batch_split_is_a_line_through_two_measurements():
+    from viewer.whatif.delegate_terms import batch_split
+
+    a = delegate_account(_m(setup=1000, invoke=300, arena=200))
+    s = batch_split(a, 1, _m(setup=1300, invoke=500, arena=400))
+    t = {x.name: x for x in s.terms}
+    assert t["delegate: XNNPACK setup: grows with the batch (workspace)"].bytes == 300
+    assert t["delegate: XNNPACK setup: fixed (packed weights, runtime)"].bytes == 700
+    assert s.per_example_bytes == 500 and not any(x.counted for x in s.terms)
+    none = batch_split(a, 1, None, "dimension 0 of input 'x' is 335, a size of the data")
+    assert none.per_example_bytes is None and "335" in none.reason and not none.terms

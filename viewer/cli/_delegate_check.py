@@ -129,6 +129,7 @@ def run_delegate_check(args: argparse.Namespace, spec: DelegateSpec) -> int:
     if limit <= 0:
         raise UsageError(f"--budget {args.budget}: a device budget must be more than 0 bytes")
     edits = edits_from_args(args)
+    args._delegate_edits = edits
     _refuse_unsupported(args, edits)
     model = load_model(args.model)
     fp = footprint(model, 0, edits, planner="litert", measure=True, timeout=args.timeout)
@@ -141,13 +142,23 @@ def run_delegate_check(args: argparse.Namespace, spec: DelegateSpec) -> int:
     except DelegateLoadError:
         raise
     except RuntimeProbeError as e:
-        why = f"not measured under {spec.name} ({e})"
-        unknowns.append(f"the model under {spec.name}: {why}")
+        why = f"not measured under {spec.name} (see the unknown above)"
+        unknowns.append(f"the model under {spec.name} (CPU arena, the delegate's memory): not "
+                        f"measured ({e})")
     terms = _budget_terms(account, spec, fp, args.weights, why)
     used = total_bytes(terms)
     result = verdict(used, limit, unknowns)
+    split = _batch_split(model, spec, edits, account, args.timeout)
+    if split is not None:  # shown under the setup term that holds them
+        at = next(k for k, t in enumerate(terms) if t.name.startswith("delegate:")) + 1
+        terms[at:at] = list(split.terms)
+        args._delegate_largest = _largest_batch(limit, used, split)
     notes = edit_notes(model, 0, edits) + list(fp.notes) + list(account.notes if account else ())
+    if fp.other_subgraphs and account is not None:
+        notes.append(f"the {len(fp.other_subgraphs)} other subgraph(s)' arenas (control flow) are "
+                     f"inside the Pss_Anon terms under {spec.name}, not laid out apart")
     report = _report(args, model, fp, spec, account, terms, unknowns, notes, limit, used, result)
+    report["delegate"]["per_example_bytes"] = split.per_example_bytes if split is not None else None
     if args.json:
         json.dump(report, sys.stdout, indent=1)
         sys.stdout.write("\n")
@@ -157,6 +168,45 @@ def run_delegate_check(args: argparse.Namespace, spec: DelegateSpec) -> int:
         print(f"arena-viewer: cannot tell whether {model.path} fits in {_b(limit)} under "
               f"{spec.name}: " + "; ".join(unknowns), file=sys.stderr)
     return EXIT_CODES[result]
+
+
+def _batch_split(model, spec, edits, account, timeout):
+    """The setup split by the batch (a second delegated process at batch b + 1), or None when
+    there is no account to split."""
+    import dataclasses
+
+    from viewer.errors import ViewerError
+    from viewer.whatif.delegate_terms import batch_split
+    from viewer.whatif.edits import WhatIfEdits
+    from viewer.whatif.verdict import batch_dimension_problem
+
+    if account is None:
+        return None
+    b = (edits.batch if edits is not None else None) or 1
+    why = batch_dimension_problem(model, 0)
+    if why:
+        return batch_split(account, b, None, why)
+    nxt_edits = dataclasses.replace(edits if edits is not None else WhatIfEdits(), batch=b + 1)
+    try:
+        nxt = measure_delegate(model.path, spec, input_shapes=_input_shapes(model, nxt_edits),
+                               timeout=timeout)
+    except DelegateLoadError:
+        raise
+    except ViewerError as e:
+        msg = str(e)
+        if msg.startswith(str(model.path) + ": "):
+            msg = msg[len(str(model.path)) + 2:]
+        return batch_split(account, b, None, f"the model cannot take batch {b + 1}: {msg}")
+    return batch_split(account, b, nxt)
+
+
+def _largest_batch(limit: int, used: int, split) -> tuple[int | None, str]:
+    from viewer.whatif.verdict import BatchGrowth, largest_batch_answer
+
+    growth = BatchGrowth(split.per_example_bytes, split.reason,
+                         "measured" if split.per_example_bytes is not None else "")
+    best, growth = largest_batch_answer(limit, used, split.batch, growth)
+    return best, growth.reason
 
 
 def _b(n: int) -> str:
@@ -193,8 +243,9 @@ def _report(args, model, fp, spec, account, terms, unknowns, notes, limit, used,
                              "source": s.source} for s in fp.other_subgraphs],
         "other_subgraphs_bytes": 0, "weights_bytes": by["weights"].bytes,
         "weights_counted": by["weights"].counted, "runtime_bytes": by["runtime overhead"].bytes,
-        "used_bytes": used, "headroom_bytes": limit - used, "batch": 1, "largest_batch": None,
-        "largest_batch_note": "not estimated under a delegate: measured at these shapes only",
+        "used_bytes": used, "headroom_bytes": limit - used, "batch": _batch(args),
+        "largest_batch": getattr(args, "_delegate_largest", (None, ""))[0],
+        "largest_batch_note": getattr(args, "_delegate_largest", (None, "not measured"))[1],
         "lower_bound_bytes": fp.analysis.lower_bound_bytes, "widest_op": fp.analysis.widest_op,
         "lower_bound_note": "of the model without the delegate (the delegated partitions' tensors "
                             "live in the delegate's own memory)",
@@ -203,6 +254,11 @@ def _report(args, model, fp, spec, account, terms, unknowns, notes, limit, used,
                                                         "library": spec.library or None,
                                                         "configuration": spec.configuration},
     }
+
+
+def _batch(args) -> int:
+    edits = getattr(args, "_delegate_edits", None)
+    return (edits.batch if edits is not None else None) or 1
 
 
 def _print_lines(r: dict, terms, account) -> None:
@@ -225,6 +281,8 @@ def _print_lines(r: dict, terms, account) -> None:
         elif name == "weights":
             name = ("weights (copied, counted)" if t.counted else
                     "weights (mapped: page cache, reclaimable, not counted)")
+        elif not t.counted and t.name.startswith("delegate:"):
+            lead, name = "    of which ", t.name.split(" setup: ", 1)[-1]
         elif not t.counted:
             name += " (not counted)"
         out(f"  {lead}{name}: {_b(t.bytes)}  [{t.source}: {t.method}]")
@@ -232,7 +290,8 @@ def _print_lines(r: dict, terms, account) -> None:
     out(f"  = used: {_b(r['used_bytes'])} of {_b(r['limit_bytes'])}{bound}")
     head = r["headroom_bytes"]
     out(f"  headroom: {_b(head)}" if head >= 0 else f"  over budget by {_b(-head)}")
-    out(f"  largest batch: none ({r['largest_batch_note']})")
+    lb = "none" if r["largest_batch"] is None else str(r["largest_batch"])
+    out(f"  largest batch: {lb} ({r['largest_batch_note']})")
     if r["widest_op"] >= 0:
         out(f"  lower bound without the delegate (widest operator's breadth): "
             f"{_b(r['lower_bound_bytes'])}")

@@ -25,6 +25,9 @@ from viewer.whatif.verdict import EXIT_CODES, VERDICT_CANNOT_TELL, VERDICT_FITS
 
 _DIMS = re.compile(r"-?\d+(?:x-?\d+)*")
 
+#: The configuration the session measures (the probe's).
+CONFIGURATION = "LiteRT without default delegates (XNNPACK off), one interpreter for every step"
+
 
 def add_parser(sub) -> None:
     p = sub.add_parser(
@@ -51,6 +54,10 @@ def add_parser(sub) -> None:
     p.add_argument("--weights", choices=WEIGHTS_MODES, default="copied",
                    help="copied (default): weights count against the budget; mapped: "
                         "file-backed page cache, shown but not counted")
+    p.add_argument("--no-measure", dest="measure", action="store_false",
+                   help="predict only, without running LiteRT: our inferred shapes, estimated "
+                        "kernel temporaries and our litert planner (dynamic tensors and the "
+                        "runtime overhead are then left out: a fit cannot be told)")
     p.add_argument("--timeout", type=float, default=300.0, metavar="S",
                    help="seconds for the whole session before the LiteRT process is killed")
     p.add_argument("--json", action="store_true", help="print one JSON object instead of lines")
@@ -122,26 +129,80 @@ def run(args: argparse.Namespace) -> int:
     raw = (batch_steps(model, args.subgraph, args.batches) if args.batches is not None
            else parse_steps(args.steps))
     steps = session_steps(model, args.subgraph, raw)
+    predicted, why = _predict(model, args.subgraph, steps)
+    if not args.measure:
+        return _run_planned(args, model, predicted, why, limit)
     run_ = measure_session(model.path, steps, args.subgraph, args.timeout)
     if not run_.ok:
         print(f"arena-viewer: cannot tell: {run_.error}", file=sys.stderr)
         return EXIT_CODES[VERDICT_CANNOT_TELL]
     try:
         rep = session_report(model, run_, limit=limit, weights_mode=args.weights,
-                             other_signatures=_other_signatures(model, args))
+                             other_signatures=_other_signatures(model, args), predicted=predicted)
     except RuntimeProbeError as e:
         print(f"arena-viewer: cannot tell: {e}", file=sys.stderr)
         return EXIT_CODES[VERDICT_CANNOT_TELL]
     if args.json:
-        print(json.dumps(rep.as_dict(), indent=1))
+        print(json.dumps({"command": "session", "configuration": CONFIGURATION, **rep.as_dict(),
+                          "prediction_error": why or None}, indent=1))
     else:
         for line in report_lines(rep):
             print(line)
+        if why:
+            print(f"note: not predicted without the runtime: {why}")
     if rep.error:
         print(f"arena-viewer: {rep.error}", file=sys.stderr)
     if rep.verdict is not None:
         return EXIT_CODES[rep.verdict]
     return EXIT_CODES[VERDICT_CANNOT_TELL] if rep.error else 0
+
+
+def _predict(model, subgraph: int, steps) -> tuple[list | None, str]:
+    """Our prediction of every step without the runtime, or (None, why not)."""
+    from viewer.errors import ViewerError
+    from viewer.whatif.session import plan_session
+
+    try:
+        return plan_session(model, subgraph, steps), ""
+    except ViewerError as e:
+        return None, str(e)
+
+
+def _run_planned(args, model, predicted, why: str, limit: int | None) -> int:
+    """``--no-measure``: our prediction alone; a verdict only when it is already over budget."""
+    from viewer.whatif.session import PLANNED_ONLY_CAVEAT
+
+    if predicted is None:
+        raise UsageError(f"{model.path}: cannot predict the session without the runtime: {why}")
+    weights = int(model.weights_bytes) if args.weights == "copied" else 0
+    high = max(range(len(predicted)), key=lambda k: predicted[k].buffer.during_growth)
+    peak = predicted[high].buffer.during_growth + weights
+    result = None
+    if limit is not None:
+        result = "does_not_fit" if peak > limit else VERDICT_CANNOT_TELL
+    left_out = ("dynamic tensors, persistent tensors and the runtime overhead are not predicted "
+                "(run without --no-measure)")
+    if args.json:
+        print(json.dumps({"command": "session", "configuration": CONFIGURATION + ", predicted only (not measured)",
+                          "model": model.path, "subgraph": args.subgraph, "method": PLANNED_ONLY_CAVEAT,
+                          "steps": [p.as_dict() for p in predicted],
+                          "high_water": {"step": high + 1, "bytes": peak, "weights_bytes": weights},
+                          "budget_bytes": limit, "verdict": result, "unknowns": [left_out]}, indent=1))
+    else:
+        out = [f"{model.path} subgraph {args.subgraph}: session of {len(predicted)} steps predicted "
+               f"without the runtime [{PLANNED_ONLY_CAVEAT}]"]
+        for p in predicted:
+            b = p.buffer
+            grew = f" grew (old + new {b.during_growth:,d} B while copied)" if b.grew and b.during_growth > b.held else ""
+            out.append(f"  step {p.index + 1}: {_shape_text(p.shapes)}: plan needs {b.needed:,d} B; "
+                       f"held {b.held:,d} B{grew}")
+        out.append(f"high-water mark: step {high + 1}, {_b(peak)} (arena"
+                   + (f" + weights {_b(weights)}" if weights else "") + f"; {left_out})")
+        if result is not None:
+            out.append(f"verdict: {_VERDICT_TEXT[result]} in {_b(limit)}: predicted high-water mark "
+                       f"{_b(peak)} (a lower bound)")
+        print("\n".join(out))
+    return EXIT_CODES[result] if result is not None else 0
 
 
 def _other_signatures(model, args) -> str:
@@ -169,14 +230,16 @@ def report_lines(rep) -> list[str]:
     """The text report of a :class:`~viewer.whatif.session.SessionReport`."""
     n = len(rep.steps)
     out = [f"{rep.path} subgraph {rep.subgraph}: session of {n} step{'s' if n != 1 else ''} in one "
-           "LiteRT interpreter (without default delegates); arena figures LiteRT measured / our "
-           "litert planner's replay"]
+           "LiteRT interpreter (without default delegates); plan needs: LiteRT measured / our "
+           "litert planner's replay / our prediction without the runtime; held: LiteRT's block / "
+           "our buffer rule's request"]
     for s in rep.steps:
         grew = (" grew" + (" during Invoke" if s.grew_during_invoke else "")
                 + f" (+{s.growth_extra:,d} B old buffer while copied)") if s.grew else ""
         same = "" if s.replay_exact else " [replay differs]"
         out.append(f"  step {s.index + 1}: {_shape_text(s.shapes)}")
-        out.append(f"    plan needs {s.needed:,d} / {s.needed_planned:,d} B{same}; held "
+        pred = "" if s.needed_predicted is None else f" / {s.needed_predicted:,d}"
+        out.append(f"    plan needs {s.needed:,d} / {s.needed_planned:,d}{pred} B{same}; held "
                    f"{_b(s.held)} / {s.request_planned:,d} B{grew}; dynamic tensors {s.dynamic_count} "
                    f"({s.dynamic_held:,d} B held); total {_b(s.total)}")
     if rep.high_water_step is not None:
@@ -188,6 +251,11 @@ def report_lines(rep) -> list[str]:
                 continue
             mark = "" if t.counted else " (not counted)"
             out.append(f"  {t.name}: {_b(t.bytes)}{mark} [{t.source}: {t.method}]")
+        warm = rep.warm_up_bytes
+        if warm is not None and warm < hw.total:
+            out.append(f"  warm-up: with the largest step run first the buffer is allocated once and "
+                       f"never copied: high-water mark {_b(warm)} [estimated: buffer rule on the "
+                       "measured terms]")
     for u in rep.unknowns:
         out.append(f"  unknown: {u}")
     for note in rep.notes:

@@ -177,3 +177,65 @@ def comparison_term(arena_bytes: int, method: str) -> Term:
     """The CPU arena without any delegate, shown beside a delegated account but not counted."""
     return Term("tensor arena without the delegate", int(arena_bytes), SOURCE_MEASURED,
                 f"for comparison, not counted: {method}", counted=False)
+
+
+@dataclass(frozen=True)
+class BatchSplit:
+    """The delegate's setup split by how it grows with the batch, from two measurements.
+
+    Attributes
+    ----------
+    batch : int
+        The batch of the account (``b``); the other measurement ran at ``b + 1``.
+    per_example_bytes : int or None
+        Pss_Anon growth of the whole interpreter from batch ``b`` to ``b + 1`` (CPU arena, the
+        delegate's workspace, runtime), at least 0; None when there is no second measurement.
+    terms : tuple of Term
+        Two terms shown but not counted (the measured setup term already holds them): the part
+        of the setup that grows with the batch (workspace) and the part that does not (packed
+        weights, runtime objects), both "estimated" (a straight line through two points).
+    reason : str
+        How it was obtained, or why there is none (names the operator or input).
+    """
+
+    batch: int
+    per_example_bytes: int | None
+    terms: tuple = ()
+    reason: str = ""
+
+
+def batch_split(account: DelegateAccount, batch: int, nxt: DelegateMeasurement | None,
+                why: str = "") -> BatchSplit:
+    """Split ``account``'s setup term using ``nxt``, the same delegate at batch ``batch + 1``.
+
+    Parameters
+    ----------
+    account : DelegateAccount
+        At batch ``batch`` (>= 1).
+    batch : int
+    nxt : DelegateMeasurement or None
+        None when batch ``batch + 1`` could not be measured; ``why`` then says why.
+
+    Returns
+    -------
+    BatchSplit
+        The fixed part is ``setup(b) - b * (setup(b+1) - setup(b))``, clamped to
+        ``[0, setup(b)]``; the per-example part is the rest.
+    """
+    m = account.measurement
+    if nxt is None or not (m.measured and nxt.measured):
+        return BatchSplit(batch, None, (), why or "the next batch was not measured")
+    name = m.spec.name
+    step = max(0, int(nxt.setup_growth) - int(m.setup_growth))
+    setup = int(m.setup_growth) - int(m.persistent_bytes)
+    grows = min(max(setup, 0), batch * step)
+    rule = (f"a straight line through setup at batch {batch} ({m.setup_growth:,d} B) and "
+            f"{batch + 1} ({nxt.setup_growth:,d} B), both measured; inside the setup term, not counted again")
+    terms = (Term(f"delegate: {name} setup: grows with the batch (workspace)", grows,
+                  "estimated", rule, counted=False),
+             Term(f"delegate: {name} setup: fixed (packed weights, runtime)",
+                  max(setup, 0) - grows, "estimated", rule, counted=False))
+    per = max(0, int(nxt.total_growth) - int(m.total_growth))
+    return BatchSplit(batch, per, terms,
+                      f"from the delegate's footprints at batch {batch} and {batch + 1} (both measured "
+                      "by the runtime, Pss_Anon of the whole interpreter)")

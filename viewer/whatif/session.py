@@ -17,6 +17,7 @@ those, and the verdict on a budget is taken there.
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass, field
 from typing import Mapping, Sequence
 
@@ -176,6 +177,9 @@ class SessionStep:
         ours.
     replay_exact : bool
         Our plan has LiteRT's size and every offset.
+    needed_predicted : int or None
+        Ours without the runtime (:func:`plan_session`: inferred shapes, estimated kernel
+        temporaries); None when not predicted.
     held, held_planned : int or None
         The buffer after the step: measured ``malloc_usable_size`` (None if not read) and
         ours (largest planned so far).
@@ -223,13 +227,15 @@ class SessionStep:
     terms: tuple[Term, ...]
     total: int
     total_planned: int
+    needed_predicted: int | None = None
 
     def as_dict(self) -> dict:
         return {
             "step": self.index + 1,
             "shapes": {name: list(shape) for name, shape in self.shapes},
             "arena_needed_bytes": {"measured": self.needed, "planned": self.needed_planned,
-                                   "replay_exact": self.replay_exact},
+                                   "replay_exact": self.replay_exact,
+                                   "predicted": self.needed_predicted},
             "arena_held_bytes": {"measured": self.held, "planned": self.held_planned,
                                  "planned_request": self.request_planned},
             "grew": self.grew, "grew_during_invoke": self.grew_during_invoke,
@@ -286,21 +292,37 @@ class SessionReport:
         """The largest step total with our planner's arena figures, bytes."""
         return max((s.total_planned for s in self.steps), default=None)
 
+    @property
+    def warm_up_bytes(self) -> int | None:
+        """The high-water mark had the largest step run first (a warm-up): the buffer allocated
+        once at its final size, no growth copies; each step's other terms as measured, bytes.
+        Estimated by the buffer rule from the measured terms (None without steps)."""
+        if not self.steps:
+            return None
+        final = max((s.held or 0) for s in self.steps)
+        return max(s.total - _term_bytes(s, "tensor arena") - _term_bytes(s, "arena growth") + final
+                   for s in self.steps)
+
     def as_dict(self) -> dict:
         return {
             "model": self.path, "subgraph": self.subgraph,
             "steps": [s.as_dict() for s in self.steps],
             "high_water": {"step": None if self.high_water_step is None else self.high_water_step + 1,
                            "bytes": self.high_water_bytes,
-                           "planned_bytes": self.high_water_planned_bytes},
+                           "planned_bytes": self.high_water_planned_bytes,
+                           "warm_up_bytes": self.warm_up_bytes},
             "budget_bytes": self.limit, "verdict": self.verdict,
             "unknowns": list(self.unknowns), "error": self.error or None,
             "notes": list(self.notes),
         }
 
 
+def _term_bytes(step: SessionStep, name: str) -> int:
+    return sum(int(t.bytes) for t in step.terms if t.name == name and t.counted)
+
+
 def session_report(model, run, *, limit: int | None = None, weights_mode: str = "copied",
-                   other_signatures: str = "") -> SessionReport:
+                   other_signatures: str = "", predicted=None) -> SessionReport:
     """Measured session + our planner's replay of every step -> per-step terms and verdict.
 
     Parameters
@@ -314,6 +336,8 @@ def session_report(model, run, *, limit: int | None = None, weights_mode: str = 
         ``copied`` (weights counted) or ``mapped`` (shown, not counted).
     other_signatures : str
         Signatures this session did not run (each has its own arena): an unknown when not "".
+    predicted : sequence of PlannedStep, optional
+        :func:`plan_session` of the same steps, shown beside (never counted).
 
     Raises
     ------
@@ -331,6 +355,8 @@ def session_report(model, run, *, limit: int | None = None, weights_mode: str = 
     steps, prev_held = [], 0
     for s, r, b in zip(run.steps, replays, planned):
         step = _step(model, sg, run, s, r, b, prev_held, weights_mode)
+        if predicted is not None and s.index < len(predicted):
+            step = dataclasses.replace(step, needed_predicted=predicted[s.index].buffer.needed)
         steps.append(step)
         prev_held = s.held_bytes if s.held_bytes is not None else prev_held
     unknowns = _unknowns(model, run, steps, other_signatures)
@@ -365,6 +391,9 @@ def _unknowns(model, run, steps, other_signatures: str) -> list[str]:
 
 def _notes(steps) -> tuple[str, ...]:
     out = []
+    off = [s.index + 1 for s in steps if s.needed_predicted is not None and s.needed_predicted != s.needed]
+    if off:
+        out.append(f"our prediction without the runtime differs from LiteRT's arena at step(s) {off}")
     inexact = [s.index + 1 for s in steps if not s.replay_exact]
     if inexact:
         out.append(f"our litert planner did not reproduce LiteRT's arena byte for byte at step(s) "
@@ -448,3 +477,81 @@ def _overhead(run, s, counted: int) -> Term:
                 f"Pss_Anon after the step minus before the interpreter was built = {grown:,d} B, "
                 "less the arena, dynamic and persistent terms (interpreter and kernel state, and "
                 "the harness's and allocator's leftovers: an upper bound)")
+
+
+@dataclass(frozen=True)
+class PlannedStep:
+    """One step of a session from our side alone: our shape inference and ``litert`` planner.
+
+    Attributes
+    ----------
+    index : int
+    shapes : tuple of (str, tuple of int)
+    buffer : BufferStep
+        The step's planned arena and LiteRT's buffer rule applied to it, bytes.
+    estimated : bool
+        Shapes from our own inference (always, here: the runtime is not run).
+    """
+
+    index: int
+    shapes: tuple[tuple[str, tuple[int, ...]], ...]
+    buffer: BufferStep
+    estimated: bool = True
+
+    def as_dict(self) -> dict:
+        b = self.buffer
+        return {"step": self.index + 1, "shapes": {n: list(s) for n, s in self.shapes},
+                "arena_needed_bytes": b.needed, "arena_held_bytes": b.held, "grew": b.grew,
+                "during_growth_bytes": b.during_growth, "request_bytes": b.request}
+
+
+#: What a planned-only session leaves out, said on its numbers.
+PLANNED_ONLY_CAVEAT = ("estimated: our inferred shapes and kernel-temporary estimates, planned as "
+                       "one range by our litert planner; dynamic tensors, tensors sized by input "
+                       "values and LiteRT's planning in ranges during Invoke are left out")
+
+
+def plan_session(model, subgraph: int, steps: Sequence[Mapping[int, Sequence[int]]],
+                 planner: str = "litert") -> list[PlannedStep]:
+    """A session without the runtime: each step's arena planned at our inferred shapes.
+
+    Parameters
+    ----------
+    model : viewer.model.types.Model
+    subgraph : int
+    steps : sequence of mapping
+        ``{input position: shape}`` per step (from :func:`session_steps`).
+    planner : str
+        Registry name; ``litert`` re-states LiteRT's ArenaPlanner.
+
+    Returns
+    -------
+    list of PlannedStep
+        Lower bounds of what LiteRT plans (:data:`PLANNED_ONLY_CAVEAT`), with
+        :func:`buffer_steps` applied across them.
+
+    Raises
+    ------
+    viewer.errors.WhatIfError
+        A step our shape inference cannot take (the operator named).
+    """
+    from viewer.planning.registry import get_planner
+    from viewer.planning.types import DEFAULT_ALIGNMENT
+    from viewer.whatif.edits import WhatIfEdits, apply_edits
+    from viewer.whatif.tiling.plan import analyze_with_temporaries
+
+    sg = model.subgraph(subgraph)
+    inputs = [i for i in sg.inputs if i >= 0]
+    plan = get_planner(planner).func
+    needed, named = [], []
+    for step in steps:
+        edits = WhatIfEdits(input_shapes={int(p): tuple(int(d) for d in s) for p, s in step.items()})
+        try:
+            edited = apply_edits(model, subgraph, edits, shape_source="inferred")
+        except WhatIfError as e:
+            raise WhatIfError(f"step {len(needed) + 1}: {e}") from None
+        analysis, _ = analyze_with_temporaries(edited.subgraph)
+        needed.append(int(plan(analysis.problem(), DEFAULT_ALIGNMENT).arena_bytes))
+        named.append(tuple((sg.tensors[inputs[int(p)]].name, tuple(int(d) for d in s))
+                           for p, s in step.items()))
+    return [PlannedStep(k, named[k], b) for k, b in enumerate(buffer_steps(needed))]
