@@ -346,31 +346,3 @@ def _tensor_map(name: str, index: int):
     m.tensorIndex = index
     return m
 
-
-def edited_model_bytes(src: str | os.PathLike, edit) -> bytes:
-    """The bytes of ``src`` unpacked through LiteRT's schema object API, changed by ``edit``
-    and packed again (buffer data 16-byte aligned, as the schema asks).
-
-    Parameters
-    ----------
-    src : path
-    edit : callable
-        ``edit(model)`` changes the ``ModelT`` in place (tensor shapes, buffer data...).
-
-    Returns
-    -------
-    bytes
-        The new model file. Bytes after the flatbuffer are not kept.
-
-    Raises
-    ------
-    viewer.errors.ModelFormatError
-        ``src`` cannot be read, or stores buffers outside the flatbuffer (offset/size).
-    """
-    src_p = Path(src)
-    raw, model = _unpack(src_p)
-    _realign_buffers(src_p, model)
-    edit(model)
-    builder = flatbuffers.Builder(len(raw) + 1024)
-    builder.Finish(model.Pack(builder), file_identifier=FILE_IDENTIFIER)
-    return bytes(builder.Output())

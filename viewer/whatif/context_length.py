@@ -12,7 +12,8 @@ these stated rules:
   ``READ_VARIABLE`` outputs) becomes N, in ``shape`` and ``shape_signature``, and so does every
   entry equal to C of a small 1-D integer constant (a shape operand: ``FILL``'s dims, a
   ``RESHAPE`` shape). A weight (any other constant) with a dimension equal to C makes the
-  rule ambiguous: the what-if then refuses, naming it.
+  rule ambiguous: the what-if then refuses, naming it. (A dimension of some other tensor that
+  happens to equal C is changed too: the rule cannot tell it apart.)
 
 LiteRT computes every intermediate shape again at prepare, so the copy is what the runtime
 measures (:func:`context_length_whatif`); the estimate is our planner over the copy's stored
@@ -106,6 +107,10 @@ class ContextEdit:
 def write_context_length(model: Model, n: int, dst: str | os.PathLike) -> ContextEdit:
     """Write a copy of ``model`` whose context length is ``n`` (the module's rules).
 
+    The copy is the file's bytes with only those int32 shape entries and integer constant
+    entries changed in place (same sizes, so nothing else moves: linear in the tensor count,
+    ~0.3 s at 40k tensors where the schema object API takes ~5 s).
+
     Parameters
     ----------
     model : Model
@@ -122,47 +127,88 @@ def write_context_length(model: Model, n: int, dst: str | os.PathLike) -> Contex
     ------
     viewer.errors.WhatIfError
         ``n`` out of range, no KV cache, or a weight with a dimension equal to the context length.
+    viewer.errors.ModelFormatError
+        The file cannot be read.
     """
-    from viewer.model.writer import edited_model_bytes
+    from ai_edge_litert import schema_py_generated as S
+
+    from viewer.errors import ModelFormatError
 
     if not 1 <= int(n) <= MAX_CONTEXT:
         raise WhatIfError(f"--context-length {n}: need 1..{MAX_CONTEXT:,d} positions")
     ax = context_axis(model)
     old, n = ax.length, int(n)
-    counts = {"tensors": 0}
-    operands: list[str] = []
-
-    def edit(m) -> None:
-        for g in m.subgraphs or []:
-            for t in g.tensors or []:
-                buf = m.buffers[t.buffer] if t.buffer else None
-                name = t.name.decode() if isinstance(t.name, bytes) else str(t.name)
-                shape = [int(d) for d in (t.shape if t.shape is not None else [])]
-                if buf is not None and buf.data is not None and len(buf.data):
-                    _edit_constant(model, t, buf, shape, name, old, n, operands)
-                    continue
-                if old in shape:
-                    t.shape = np.asarray([n if d == old else d for d in shape], dtype=np.int32)
-                    if t.shapeSignature is not None and len(t.shapeSignature):
-                        t.shapeSignature = np.asarray(
-                            [n if int(d) == old else int(d) for d in t.shapeSignature], dtype=np.int32)
-                    counts["tensors"] += 1
-
-    data = edited_model_bytes(model.path, edit)
+    try:
+        with open(model.path, "rb") as f:
+            raw = bytearray(f.read())
+    except OSError as e:
+        raise ModelFormatError(model.path, "open", e.strerror or str(e)) from None
+    root = S.Model.GetRootAs(raw, 0)
+    changed, operands, done = 0, [], set()
+    for g in range(root.SubgraphsLength()):
+        sg = root.Subgraphs(g)
+        for i in range(sg.TensorsLength()):
+            t = sg.Tensors(i)
+            buf = root.Buffers(t.Buffer()) if t.Buffer() else None
+            data = _buffer_data(buf) if buf is not None else None
+            if data is not None and data[1]:
+                _edit_constant(model, t, raw, data, old, n, operands, done)
+                continue
+            hit = False
+            for slot in (4, 18):  # Tensor.shape, Tensor.shape_signature (vtable offsets)
+                hit |= _edit_int32_vector(raw, t._tab, slot, old, n, done)
+            changed += hit
     with open(dst, "wb") as f:
-        f.write(data)
-    return ContextEdit(str(dst), old, n, ax, counts["tensors"], tuple(operands))
+        f.write(raw)
+    return ContextEdit(str(dst), old, n, ax, changed, tuple(operands))
 
 
-def _edit_constant(model, t, buf, shape, name, old, n, operands) -> None:
+def _vector(tab, slot: int) -> tuple[int, int] | None:
+    """(byte position, length) of the vector in field ``slot`` of ``tab``, or None."""
+    o = tab.Offset(slot)
+    return (tab.Vector(o), tab.VectorLen(o)) if o else None
+
+
+def _edit_int32_vector(raw: bytearray, tab, slot: int, old: int, n: int, done: set) -> bool:
+    """Entries equal to ``old`` of an int32 vector become ``n``, in place; True if any did.
+    A vector shared by several tables is edited once (``done``)."""
+    v = _vector(tab, slot)
+    if v is None or not v[1]:
+        return False
+    pos, length = v
+    a = np.frombuffer(raw, dtype="<i4", count=length, offset=pos)
+    if old not in a:
+        return pos in done
+    done.add(pos)
+    raw[pos:pos + 4 * length] = np.where(a == old, n, a).astype("<i4").tobytes()
+    return True
+
+
+def _buffer_data(buf) -> tuple[int, int] | None:
+    """(byte position, bytes) of a buffer's data inside the file (in the flatbuffer, or at
+    ``offset``/``size`` after it), or None."""
+    v = _vector(buf._tab, 4)
+    if v is not None and v[1]:
+        return v
+    off, size = int(buf.Offset()), int(buf.Size())
+    return (off, size) if off > 1 and size else None
+
+
+def _edit_constant(model, t, raw, data, old, n, operands, done) -> None:
     """A shape operand's entries equal to ``old`` become ``n``; a weight with such a dimension
     is refused."""
-    small_int = t.type in _INT_TYPES and len(shape) <= 1 and int(np.prod(shape or [1])) <= MAX_SHAPE_OPERAND
-    if small_int:
-        values = np.frombuffer(np.asarray(buf.data, np.uint8).tobytes(), dtype=_INT_TYPES[t.type]).copy()
-        if old in values.tolist():
-            values[values == old] = n
-            buf.data = np.frombuffer(values.tobytes(), dtype=np.uint8).copy()
+    shape = [int(d) for d in t.ShapeAsNumpy()] if t.ShapeLength() else []
+    name = (t.Name() or b"").decode("utf-8", "replace")
+    count = int(np.prod(shape or [1]))
+    if t.Type() in _INT_TYPES and len(shape) <= 1 and count <= MAX_SHAPE_OPERAND:
+        dt = np.dtype(_INT_TYPES[t.Type()])
+        pos, size = data
+        if size < count * dt.itemsize or pos in done:
+            return
+        a = np.frombuffer(raw, dtype=dt, count=count, offset=pos)
+        if old in a:
+            done.add(pos)
+            raw[pos:pos + count * dt.itemsize] = np.where(a == old, n, a).astype(dt).tobytes()
             operands.append(name)
         return
     if old in shape:
