@@ -127,3 +127,11 @@ def test_prediction_without_the_runtime_on_a_built_chain(tmp_path):
     run = measure_session(path, steps)
     assert [p.buffer.needed for p in predicted] == [s.needed_bytes for s in run.steps]
     assert [p.buffer.grew for p in predicted] == [True, False, True]
+
+
+def test_a_crash_keeps_the_steps_before_it(tmp_path, monkeypatch):
+    monkeypatch.setenv("ARENA_VIEWER_SESSION_HOOK", "segv@3")
+    path = dynamic_chain(tmp_path)
+    run = measure_session(path, [{0: (b, 8, 8, 3)} for b in (1, 2, 3, 4)])
+    assert run.ok and run.failed_step == 2 and len(run.steps) == 2
+    assert "crashed (SIGSEGV)" in run.error and "step 3" in run.error

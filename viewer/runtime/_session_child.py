@@ -1,10 +1,11 @@
 """The session child: one LiteRT interpreter run through a sequence of input shapes.
 
 ``python -m viewer.runtime._session_child MODEL --steps JSON [--subgraph N]`` prints one JSON
-object on its stdout (the original fd 1; LiteRT's own prints go to stderr) and exits 0, also when
-the runtime refuses a step (``{"ok": true, "steps": [..., {"ok": false, "error": ...}]}``: the
-steps before it are kept). A crash or a hang is the parent's business
-(:mod:`viewer.runtime.session`). Nothing here is imported by the parent.
+line per step as it ends (``{"step": {...}}``), then one summary line, on its stdout (the
+original fd 1; LiteRT's own prints go to stderr), and exits 0, also when the runtime refuses a
+step (its line is ``{"step": {"ok": false, "error": ...}}`` and the session stops there). A crash
+or a hang is the parent's business (:mod:`viewer.runtime.session`): the steps printed before it
+are kept. Nothing here is imported by the parent.
 
 Each step, in the same interpreter (``BUILTIN_WITHOUT_DEFAULT_DELEGATES``), does what an
 application serving inputs of changing size does: ``ResizeInputTensor`` (strict: only the
@@ -35,6 +36,16 @@ import json
 import os
 import sys
 import traceback
+
+def _hook(k: int) -> None:
+    """Test hook: ``ARENA_VIEWER_SESSION_HOOK=segv@K`` kills this process with SIGSEGV as step
+    K (from 1) begins, as a kernel crashing there would."""
+    action, _, at = os.environ.get("ARENA_VIEWER_SESSION_HOOK", "").partition("@")
+    if action == "segv" and at.isdigit() and int(at) == k + 1:
+        import signal
+
+        os.kill(os.getpid(), signal.SIGSEGV)
+
 
 def _libc():
     try:
@@ -169,8 +180,13 @@ def _read_step(ctx: int, functions, usable_fn, n_model: int | None) -> dict:
     }
 
 
-def run_session(path: str, subgraph: int, steps: list[dict]) -> dict:
-    """Run ``steps`` (each ``{input position: shape}``) in one interpreter; see the module doc."""
+def run_session(path: str, subgraph: int, steps: list[dict], emit=None) -> dict:
+    """Run ``steps`` (each ``{input position: shape}``) in one interpreter; see the module doc.
+
+    ``emit(step_answer)`` is called after each step (the CLI child writes it out at once, so
+    the harness keeps no step in memory and a crash keeps the steps before it); without it the
+    answers are returned under ``"steps"``.
+    """
     import numpy  # noqa: F401  (imported before the baseline, like the runtime itself)
     from ai_edge_litert import interpreter  # noqa: F401
 
@@ -194,8 +210,10 @@ def run_session(path: str, subgraph: int, steps: list[dict]) -> dict:
         raise RuntimeError(f"the read-only delegate saw {len(contexts)} of {n_sub} subgraphs")
     ctx = contexts[subgraph]
     _check_context(interp, ctx, subgraph, inputs)
-    out_steps = []
+    out_steps: list[dict] = []
+    emit = emit or out_steps.append
     for k, step in enumerate(steps):
+        _hook(k)
         peak_reset = _reset_peak()
         rss_before = _status().get("VmRSS")
         try:
@@ -205,7 +223,7 @@ def run_session(path: str, subgraph: int, steps: list[dict]) -> dict:
             _fill_inputs(interp, subgraph, inputs, seed=k)
             interp._interpreter.Invoke(subgraph)
         except Exception as e:
-            out_steps.append({"ok": False, "error": " ".join(f"{type(e).__name__}: {e}".split())[:400]})
+            emit({"ok": False, "error": " ".join(f"{type(e).__name__}: {e}".split())[:400]})
             break
         got = _read_step(ctx, kept["functions"], usable_fn, n_model)
         status = _status()
@@ -221,7 +239,8 @@ def run_session(path: str, subgraph: int, steps: list[dict]) -> dict:
             "rss_after_bytes": status.get("VmRSS"),
             "peak_rss_bytes": status.get("VmHWM") if peak_reset else None,
         })
-        out_steps.append(got)
+        emit(got)
+        del got, after_alloc
     return {"ok": True, "subgraph": subgraph, "pss_anon_before_bytes": pss_before,
             "malloc_usable_size": usable_fn is not None, "steps": out_steps}
 
@@ -240,16 +259,22 @@ def main(argv: list[str] | None = None) -> None:
     args = _parser().parse_args(argv)
     from viewer.runtime._child_structs import _LayoutError
 
+    out = os.fdopen(out_fd, "wb")
+
+    def emit(step: dict) -> None:
+        out.write(json.dumps({"step": step}).encode() + b"\n")
+        out.flush()
+
     try:
-        answer = run_session(args.model, args.subgraph, json.loads(args.steps))
+        answer = run_session(args.model, args.subgraph, json.loads(args.steps), emit)
     except _LayoutError as e:
         answer = {"ok": False, "error": f"unsupported LiteRT build (struct layout check failed: {e})"}
     except Exception as e:
         msg = " ".join(str(e).split()) or type(e).__name__
         answer = {"ok": False, "error": f"{type(e).__name__}: {msg}",
                   "traceback": traceback.format_exc(limit=3)}
-    with os.fdopen(out_fd, "wb") as f:
-        f.write(json.dumps(answer).encode() + b"\n")
+    out.write(json.dumps(answer).encode() + b"\n")
+    out.flush()
     sys.stderr.flush()
     os._exit(0)  # no interpreter teardown: a kernel crashing in its destructor is not our answer
 

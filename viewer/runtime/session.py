@@ -168,21 +168,33 @@ def _run(args: list[str], shown: str, timeout: float) -> dict:
                 "(hang?); the runtime process was killed"}
     except OSError as e:
         return {"ok": False, "error": f"{shown}: could not start the LiteRT process: {e}"}
-    if proc.returncode < 0:
-        import signal
-
+    steps, out = [], None
+    for line in proc.stdout.decode("utf-8", "replace").splitlines():
         try:
-            name = signal.Signals(-proc.returncode).name
+            got = json.loads(line)
         except ValueError:
-            name = f"signal {-proc.returncode}"
-        return {"ok": False, "error": f"{shown}: the LiteRT runtime crashed ({name}) while {what}"}
-    try:
-        out = json.loads(proc.stdout.decode("utf-8", "replace").strip().splitlines()[-1])
-        if not isinstance(out, dict):
-            raise ValueError("not an object")
-    except (ValueError, IndexError):
-        return {"ok": False, "error": f"{shown}: the LiteRT process exited with status "
-                f"{proc.returncode} without an answer while {what}"}
+            continue
+        if isinstance(got, dict) and isinstance(got.get("step"), dict):
+            steps.append(got["step"])
+        elif isinstance(got, dict):
+            out = got
+    if proc.returncode < 0 or out is None:
+        if proc.returncode < 0:
+            import signal
+
+            try:
+                name = signal.Signals(-proc.returncode).name
+            except ValueError:
+                name = f"signal {-proc.returncode}"
+            why = f"the LiteRT runtime crashed ({name}) while {what}"
+        else:
+            why = f"the LiteRT process exited with status {proc.returncode} without an answer while {what}"
+        if not steps:
+            return {"ok": False, "error": f"{shown}: {why}"}
+        # the steps before the crash stand; the step it crashed in is the refused one
+        return {"ok": True, "steps": steps + [{"ok": False, "error": why}], "crashed": True}
+    if steps or "steps" not in out:
+        out["steps"] = steps
     if not out.get("ok"):
         msg = " ".join(str(out.get("error", "unknown error")).split())[:300]
         out["error"] = f"{shown}: LiteRT failed while {what}: {msg}"
@@ -272,6 +284,8 @@ def _session_from_json(path: str, subgraph: int, raw: dict, shown: str) -> Sessi
         steps.append(_step(path, subgraph, k, s))
     notes = () if raw.get("malloc_usable_size") else (
         "malloc_usable_size is not available here: the buffers' held sizes were not read",)
+    if raw.get("crashed"):
+        notes = notes + ("the process's figures before the crash are kept; the interpreter is gone",)
     before = raw.get("pss_anon_before_bytes")
     return SessionRun(path, subgraph, True, error, tuple(steps), failed,
                       None if before is None else int(before), notes)
