@@ -139,3 +139,19 @@ def test_context_length_whatif_measured_grows_with_the_caches(tmp_path):
     kv = next(t for t in w.edited.terms if t.name.startswith("KV cache"))
     grown = w.edited.probe.heap_at("invoke prefill #1") - w.edited.probe.heap_at("allocate decode")
     assert kv.bytes == cache_bytes(context=256) <= grown
+
+
+@pytest.mark.parametrize("style, copies", [("resource", 2 * 4096), ("external", 2 * cache_bytes())])
+def test_cache_tensors_in_each_arena_are_litert_addresses(tmp_path, style, copies):
+    """Where the cache bytes live inside each signature's arena, against LiteRT's own data
+    pointers: resource style, one layer's k and v copies at a time (READ_VARIABLE outputs, the
+    in-place DYNAMIC_UPDATE_SLICE on them; the next layer reuses the bytes); external style,
+    every cache's input and output (never freed)."""
+    from tests.runtime.test_signatures import litert_addresses
+
+    m = _write(tmp_path, style)
+    d = deployment(m).as_dict()
+    truth = litert_addresses(m.path, style)
+    for sig in d["signatures"]:
+        seen = {a: n for name, (a, n) in truth[sig["key"]].items() if "cache" in name and "handle" not in name}
+        assert sig["kv_cache_tensors_in_arena_bytes"] == sum(seen.values()) == copies

@@ -73,10 +73,15 @@ class Deployment:
     measured: bool = False
     probe: object = field(default=None, compare=False, repr=False)
 
+    def _copies(self, key: str) -> int | None:
+        if self.probe is None:
+            return None
+        return cache_copies_in_arena(self.probe.subgraph(self.subgraphs[key]))
+
     def as_dict(self) -> dict:
         return {
-            "signatures": [{"key": k, "subgraph": self.subgraphs[k], "arena_bytes": self.arenas[k]}
-                           for k in self.keys],
+            "signatures": [{"key": k, "subgraph": self.subgraphs[k], "arena_bytes": self.arenas[k],
+                            "kv_cache_tensors_in_arena_bytes": self._copies(k)} for k in self.keys],
             "kv_caches": [{"name": c.name, "style": c.style, "shape": list(c.shape), "dtype": c.dtype,
                            "bytes": c.nbytes, "subgraphs": list(c.subgraphs)} for c in self.caches],
             "kv_cache_bytes": self.kv_bytes,
@@ -146,9 +151,12 @@ def _measured_terms(model: Model, probe, keys, caches) -> tuple[list[Term], dict
     for k in keys:
         s = probe.subgraph(probe.signature_subgraphs[k])
         arenas[k] = s.arena_bytes
+        copies = cache_copies_in_arena(s)
         terms.append(Term(f"arena of signature '{k}' (subgraph {s.subgraph})", s.arena_bytes, SOURCE_MEASURED,
                           "LiteRT's arena (extent of its kTfLiteArenaRw tensors, kernel temporaries "
-                          "included) with every listed signature allocated and invoked"))
+                          "included) with every listed signature allocated and invoked"
+                          + (f"; of which KV-cache tensors (READ_VARIABLE copies, cache inputs/outputs) "
+                             f"at distinct addresses: {copies:,d} B" if copies else "")))
     var_bytes = sum(c.nbytes for c in caches if c.style == STYLE_VARIABLE)
     persistent = sum(s.persistent_bytes for s in probe.subgraphs) - var_bytes
     heap_tensors = sum(s.persistent_ro_bytes + s.dynamic_bytes for s in probe.subgraphs)
@@ -186,6 +194,17 @@ def _measured_terms(model: Model, probe, keys, caches) -> tuple[list[Term], dict
         notes.append(f"subgraph(s) {', '.join(map(str, released))}: run by no listed signature, no arena")
     return terms, arenas, unknowns, notes
 
+
+
+def cache_copies_in_arena(s) -> int:
+    """Bytes of the watched (KV-cache) tensors of subgraph memory ``s`` that LiteRT placed in its
+    arena, each address counted once (in-place DYNAMIC_UPDATE_SLICE shares its input's bytes).
+    They share the arena over time with everything else: this is no extra term."""
+    seen: dict[int, int] = {}
+    for _, where, nbytes, addr in s.watched:
+        if where == "arena-rw" and addr:
+            seen[addr] = max(seen.get(addr, 0), nbytes)
+    return sum(seen.values())
 
 
 def _reached(model: Model, entries) -> dict[int, str]:
@@ -251,7 +270,11 @@ def deployment(model: Model, keys=None, *, measure: bool = True, timeout: float 
     if measure:
         from viewer.runtime.signatures import measure_signatures
 
-        probe = measure_signatures(model_path or model.path, keys, timeout=timeout)
+        watch: dict = {}
+        for c in caches:
+            for g, t in c.tensors:
+                watch.setdefault(g, []).append(t)
+        probe = measure_signatures(model_path or model.path, keys, timeout=timeout, watch=watch)
         if not probe.ok:
             unknowns.append(f"the signatures' arenas (not measured: {probe.error})")
             probe = None
