@@ -133,9 +133,11 @@ def run(args: argparse.Namespace) -> int:
     if not args.measure:
         return _run_planned(args, model, predicted, why, limit)
     run_ = measure_session(model.path, steps, args.subgraph, args.timeout)
-    if not run_.ok:
+    if not run_.ok:  # the prediction stands in, and says so; never a "fits"
+        rc = (_run_planned(args, model, predicted, why, limit, failed=run_.error)
+              if predicted is not None else EXIT_CODES[VERDICT_CANNOT_TELL])
         print(f"arena-viewer: cannot tell: {run_.error}", file=sys.stderr)
-        return EXIT_CODES[VERDICT_CANNOT_TELL]
+        return rc if rc == EXIT_CODES["does_not_fit"] else EXIT_CODES[VERDICT_CANNOT_TELL]
     try:
         rep = session_report(model, run_, limit=limit, weights_mode=args.weights,
                              other_signatures=_other_signatures(model, args), predicted=predicted)
@@ -168,8 +170,9 @@ def _predict(model, subgraph: int, steps) -> tuple[list | None, str]:
         return None, str(e)
 
 
-def _run_planned(args, model, predicted, why: str, limit: int | None) -> int:
-    """``--no-measure``: our prediction alone; a verdict only when it is already over budget."""
+def _run_planned(args, model, predicted, why: str, limit: int | None, failed: str = "") -> int:
+    """``--no-measure`` (or LiteRT failed: ``failed`` says how): our prediction alone; a verdict
+    only when it is already over budget."""
     from viewer.whatif.session import PLANNED_ONLY_CAVEAT
 
     if predicted is None:
@@ -184,6 +187,7 @@ def _run_planned(args, model, predicted, why: str, limit: int | None) -> int:
                 "(run without --no-measure)")
     if args.json:
         print(json.dumps({"command": "session", "configuration": CONFIGURATION + ", predicted only (not measured)",
+                          "measurement_error": failed or None,
                           "model": model.path, "subgraph": args.subgraph, "method": PLANNED_ONLY_CAVEAT,
                           "steps": [p.as_dict() for p in predicted],
                           "high_water": {"step": high + 1, "bytes": peak, "weights_bytes": weights},
@@ -191,6 +195,8 @@ def _run_planned(args, model, predicted, why: str, limit: int | None) -> int:
     else:
         out = [f"{model.path} subgraph {args.subgraph}: session of {len(predicted)} steps predicted "
                f"without the runtime [{PLANNED_ONLY_CAVEAT}]"]
+        if failed:
+            out.append(f"  not measured: {failed}")
         for p in predicted:
             b = p.buffer
             grew = f" grew (old + new {b.during_growth:,d} B while copied)" if b.grew and b.during_growth > b.held else ""
