@@ -21,9 +21,8 @@ from viewer.errors import RuntimeProbeError, UsageError
 from viewer.model.reader import load_model
 from viewer.units import SIZE_SYNTAX, format_bytes, parse_size
 from viewer.whatif.budget import WEIGHTS_MODES
+from viewer.whatif.session_plan import parse_steps
 from viewer.whatif.verdict import EXIT_CODES, VERDICT_CANNOT_TELL, VERDICT_FITS
-
-_DIMS = re.compile(r"-?\d+(?:x-?\d+)*")
 
 #: The configuration the session measures (the probe's).
 CONFIGURATION = "LiteRT without default delegates (XNNPACK off), one interpreter for every step"
@@ -64,31 +63,6 @@ def add_parser(sub) -> None:
     p.set_defaults(run=run)
 
 
-def parse_steps(text: str) -> list[dict]:
-    """``--steps`` text -> ``[{input key or "*": shape}]`` (shapes as written; checked later).
-
-    Raises
-    ------
-    viewer.errors.UsageError
-        A step that is not SHAPE or NAME=SHAPE(+NAME=SHAPE...).
-    """
-    steps = []
-    for k, item in enumerate(s.strip() for s in str(text).split(",")):
-        if not item:
-            raise UsageError(f"--steps {text!r}: step {k + 1} is empty; separate steps with commas, "
-                             "e.g. 1x128x4,64x128x4")
-        step: dict = {}
-        for part in item.split("+"):
-            key, sep, shape = part.rpartition("=")
-            key = key.strip() if sep else "*"
-            if not _DIMS.fullmatch(shape.strip()) or (sep and not key):
-                raise UsageError(f"--steps: cannot read step {k + 1} {item!r}: use SHAPE with "
-                                 "dimensions separated by x (e.g. 1x128x4), or NAME=SHAPE+NAME=SHAPE")
-            step[key] = tuple(int(d) for d in shape.strip().split("x"))
-        steps.append(step)
-    return steps
-
-
 def batch_steps(model, subgraph: int, text: str) -> list[dict]:
     """``--batches 1,4,2`` -> steps setting dimension 0 of every batch-dynamic input.
 
@@ -117,7 +91,8 @@ def batch_steps(model, subgraph: int, text: str) -> list[dict]:
 
 def run(args: argparse.Namespace) -> int:
     from viewer.runtime.session import measure_session
-    from viewer.whatif.session import session_report, session_steps
+    from viewer.whatif.session import session_report
+    from viewer.whatif.session_plan import session_steps
 
     limit = parse_size(args.budget) if args.budget is not None else None
     if limit is not None and limit <= 0:
@@ -162,7 +137,7 @@ def run(args: argparse.Namespace) -> int:
 def _predict(model, subgraph: int, steps) -> tuple[list | None, str]:
     """Our prediction of every step without the runtime, or (None, why not)."""
     from viewer.errors import ViewerError
-    from viewer.whatif.session import plan_session
+    from viewer.whatif.session_plan import plan_session
 
     try:
         return plan_session(model, subgraph, steps), ""
@@ -173,7 +148,7 @@ def _predict(model, subgraph: int, steps) -> tuple[list | None, str]:
 def _run_planned(args, model, predicted, why: str, limit: int | None, failed: str = "") -> int:
     """``--no-measure`` (or LiteRT failed: ``failed`` says how): our prediction alone; a verdict
     only when it is already over budget."""
-    from viewer.whatif.session import PLANNED_ONLY_CAVEAT
+    from viewer.whatif.session_plan import PLANNED_ONLY_CAVEAT
 
     if predicted is None:
         raise UsageError(f"{model.path}: cannot predict the session without the runtime: {why}")
