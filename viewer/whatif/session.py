@@ -112,7 +112,7 @@ class SessionStep:
     replay_exact : bool
         Our plan has LiteRT's size and every offset.
     needed_predicted : int or None
-        Ours without the runtime (:func:`plan_session`: inferred shapes, estimated kernel
+        Ours without the runtime (:func:`viewer.whatif.session_plan.plan_session`: inferred shapes, estimated kernel
         temporaries); None when not predicted.
     held, held_planned : int or None
         The buffer after the step: measured ``malloc_usable_size`` (None if not read) and
@@ -139,6 +139,8 @@ class SessionStep:
         What the process must hold at the step's worst instant; ``total`` adds the counted ones.
     total, total_planned : int
         Counted sum with the measured arena figures, and with ours in their place.
+    plan : Plan or None
+        Our replay's plan of the step (offsets of every arena tensor), for a chart of the step.
     """
 
     index: int
@@ -162,6 +164,7 @@ class SessionStep:
     total: int
     total_planned: int
     needed_predicted: int | None = None
+    plan: object = field(default=None, compare=False, repr=False)
 
     def as_dict(self) -> dict:
         return {
@@ -361,6 +364,7 @@ def _step(model, sg, run, s, r, b: BufferStep, prev_held: int, weights_mode: str
         b.request, moved_at_alloc or grew_in_invoke, grew_in_invoke, extra, extra_planned,
         s.peak_above_end_bytes, max(0, 2 * extra - (s.held_bytes or 0)) if extra else 0, len(s.dynamic), sum(d.nbytes for d in s.dynamic),
         s.dynamic_held_bytes, tuple(terms), total_bytes(terms), total_bytes(planned_terms),
+        plan=r.plan,
     )
 
 
@@ -390,7 +394,9 @@ def _terms(model, run, s, extra: int, weights_mode: str) -> list[Term]:
     persistent = sum(t.nbytes for t in s.probe.tensors
                      if t.region in (REGION_PERSISTENT, REGION_PERSISTENT_ARENA))
     pers = Term("persistent", persistent, SOURCE_MEASURED,
-                "kTfLiteArenaRwPersistent and kTfLitePersistentRo tensors' bytes")
+                "kTfLiteArenaRwPersistent and kTfLitePersistentRo tensors' bytes now (the persistent "
+                "arena's own buffer, which never shrinks either, is not read: after a larger step "
+                "it can hold more)")
     counted = (held or 0) + s.dynamic_held_bytes + persistent
     terms = [arena, growth, dyn, pers, _overhead(run, s, counted)]
     terms.append(Term("weights", int(model.weights_bytes), SOURCE_MEASURED,
