@@ -7,7 +7,8 @@ import os
 import sys
 
 from viewer.cli._tflm import add_runtime_arg, is_tflm
-from viewer.cli._common import add_edit_args, add_model_args, edits_from_args, known_planners_help
+from viewer.cli._common import (add_edit_args, add_model_args, add_runtime_args, edits_from_args,
+                                known_planners_help, positive_seconds)
 from viewer.errors import UsageError
 from viewer.units import format_bytes
 
@@ -37,19 +38,16 @@ def add_parser(sub) -> None:
                    help="image height, 200..16384 (default 1000); see --width for the PNG limit")
     p.add_argument("--color-by", choices=("kind", "op"), default="kind",
                    help="colour tensors by kind (default) or by producer op type")
-    p.add_argument("--time-limit", type=float, default=None, metavar="S",
+    p.add_argument("--time-limit", type=positive_seconds, default=None, metavar="S",
                    help="time limit in seconds for an exact planner")
     p.add_argument("--compare", action="store_true",
                    help="draw the baseline (the model as stored) and the what-if edits side by "
                         "side on one y scale, with the delta; needs at least one edit flag")
-    p.add_argument("--measure", dest="measure", action="store_true", default=True,
-                   help="draw what check counts (the default): LiteRT's own arena with its kernel "
-                        "temporaries (estimated under a storage what-if)")
-    p.add_argument("--no-measure", dest="measure", action="store_false",
-                   help="plan the model's own tensors only, without running LiteRT (kernel "
+    add_runtime_args(
+        p, measure_help="draw what check counts (the default): LiteRT's own arena with its kernel "
+                        "temporaries (estimated under a storage what-if)",
+        no_measure_help="plan the model's own tensors only, without running LiteRT (kernel "
                         "temporaries missing; the title says so)")
-    p.add_argument("--timeout", type=float, default=120.0, metavar="S",
-                   help="seconds before the LiteRT process is killed (default 120)")
     add_edit_args(p)
     add_runtime_arg(p)
     p.set_defaults(run=run)

@@ -10,10 +10,10 @@ from __future__ import annotations
 
 import argparse
 import json
-import math
 import sys
 
 from viewer.cli import _cgroup
+from viewer.cli._common import add_runtime_args
 from viewer.cli._tflm import add_runtime_arg, is_tflm, run_measure as run_tflm_measure
 from viewer.errors import UsageError
 from viewer.units import format_bytes
@@ -38,8 +38,7 @@ def add_parser(sub) -> None:
     p.add_argument("model", metavar="MODEL", help="a .tflite model")
     p.add_argument("--runs", type=int, default=3, metavar="N",
                    help=f"invocations per process, 1..{MAX_RUNS} (default 3; the first is reported apart)")
-    p.add_argument("--timeout", type=float, default=120.0, metavar="S",
-                   help="seconds before a runtime process is killed (default 120)")
+    add_runtime_args(p, timeout_help="seconds before a runtime process is killed")
     p.add_argument("--no-xnnpack", action="store_true", help="skip the run with XNNPACK")
     p.add_argument("--json", action="store_true", help="print one JSON object instead of a table")
     add_runtime_arg(p)
@@ -55,8 +54,6 @@ def run(args: argparse.Namespace) -> int:
     if args.runs > MAX_RUNS:
         raise UsageError(f"--runs {args.runs}: at most {MAX_RUNS:,d} invocations per process (page "
                          "faults and VmHWM settle after the first few; the default is 3)")
-    if not (math.isfinite(args.timeout) and args.timeout > 0):
-        raise UsageError(f"--timeout {args.timeout:g}: need a positive, finite number of seconds")
     if is_tflm(args):
         return run_tflm_measure(args)
     if args.cgroup:

@@ -8,7 +8,8 @@ import sys
 
 from viewer.cli._tflm import add_runtime_arg, is_tflm, run_plan as run_tflm_plan
 from viewer.cli._deployment import add_deployment_args, run_plan as run_deployment_plan, wanted as deployment_wanted
-from viewer.cli._common import add_edit_args, add_model_args, edits_from_args, known_planners_help, planner_choice
+from viewer.cli._common import (add_edit_args, add_model_args, add_runtime_args, edits_from_args,
+                                known_planners_help, planner_choice)
 from viewer.analysis.types import KIND_TEMPORARY
 from viewer.errors import UsageError, ViewerError
 from viewer.export.paths import check_output_path
@@ -37,11 +38,9 @@ def add_parser(sub) -> None:
     p.add_argument("--force", action="store_true",
                    help="replace the --export-csv file when it exists (without it, it is refused)")
     p.add_argument("--top", type=_top, default=10, metavar="K", help="rows of the widest operator's profile (default 10)")
-    p.add_argument("--measure", action="store_true",
-                   help="also run LiteRT (subprocess) and plan with its kernel temporaries (im2col, "
-                        "scratch); adds the runtime's own arena as 'litert_measured'")
-    p.add_argument("--timeout", type=float, default=60.0, metavar="S",
-                   help="seconds for the runtime subprocess with --measure (default 60)")
+    add_runtime_args(p, measure_help="also run LiteRT (subprocess) and plan with its kernel "
+                     "temporaries (im2col, scratch); adds the runtime's own arena as 'litert_measured'",
+                     timeout=60.0, timeout_help="seconds for the runtime subprocess with --measure")
     add_edit_args(p)
     add_runtime_arg(p)
     add_deployment_args(p)
