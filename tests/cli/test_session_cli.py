@@ -104,3 +104,13 @@ def test_measured_report_carries_the_prediction(chain, capsys):
     for s in json.loads(out)["steps"]:
         need = s["arena_needed_bytes"]
         assert need["predicted"] == need["measured"]
+
+
+def test_runtime_failure_falls_back_to_the_prediction(chain, capsys, monkeypatch):
+    monkeypatch.setenv("ARENA_VIEWER_SESSION_HOOK", "segv@1")  # LiteRT dies before any step
+    rc, out, err = run_cli(capsys, "session", str(chain), "--batches", "1,2", "--budget", "1GiB")
+    assert rc == 3
+    assert "predicted without the runtime" in out and "not measured:" in out
+    assert err.strip().splitlines()[-1].startswith("arena-viewer: cannot tell:") and "SIGSEGV" in err
+    rc, out, err = run_cli(capsys, "session", str(chain), "--batches", "1,2", "--budget", "1KiB")
+    assert rc == 1 and "DOES NOT FIT" in out
