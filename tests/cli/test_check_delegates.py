@@ -36,6 +36,8 @@ def test_xnnpack_check_names_every_delegate_term(capsys):
     assert not missing, f"keys the no-delegate report has and the delegate's lacks: {sorted(missing)}"
     t = {x["name"]: x for x in r["terms"]}
     assert "XNNPACK" in r["configuration"] and r["verdict"] == "fits"
+    assert r["dynamic_batch"] == plain["dynamic_batch"] is True  # "fits at batch 1 (dynamic batch)"
+    assert "at batch 1 (dynamic batch)" in r["verdict_text"]
     assert r["delegate"]["kind"] == "xnnpack" and r["delegate"]["delegated_operators"] > 0
     for name in ("tensor arena", "delegate: XNNPACK setup", "runtime overhead"):
         assert t[name]["source"] == "measured" and t[name]["counted"], t[name]
