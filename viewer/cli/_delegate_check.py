@@ -133,23 +133,7 @@ def run_delegate_check(args: argparse.Namespace, spec: DelegateSpec) -> int:
     _refuse_unsupported(args, edits)
     model = load_model(args.model)
     fp = footprint(model, 0, edits, planner="litert", measure=True, timeout=args.timeout)
-    unknowns, why, account = list(fp.unknowns), "", None
-    others = ", ".join(f"{g.key} -> subgraph {g.subgraph_index}" for g in model.signatures
-                       if g.subgraph_index != 0)
-    if others:  # as the no-delegate check: each signature's runner has its own arena
-        unknowns.append(f"the model has other signatures ({others}) that this check did not "
-                        "count, each with its own arena (not measured under a delegate here)")
-    try:
-        m = measure_delegate(model.path, spec, input_shapes=_input_shapes(model, edits),
-                             timeout=args.timeout)
-        account = delegate_account(m, model.weights_bytes)
-        unknowns += list(account.unknowns)
-    except DelegateLoadError:
-        raise
-    except RuntimeProbeError as e:
-        why = f"not measured under {spec.name} (see the unknown above)"
-        unknowns.append(f"the model under {spec.name} (CPU arena, the delegate's memory): not "
-                        f"measured ({e})")
+    account, unknowns, why = _measure(model, spec, edits, fp, args.timeout)
     terms = _budget_terms(account, spec, fp, args.weights, why)
     used = total_bytes(terms)
     result = verdict(used, limit, unknowns)
@@ -174,6 +158,28 @@ def run_delegate_check(args: argparse.Namespace, spec: DelegateSpec) -> int:
         print(f"arena-viewer: cannot tell whether {model.path} fits in {_b(limit)} under "
               f"{spec.name}: " + "; ".join(unknowns), file=sys.stderr)
     return EXIT_CODES[result]
+
+
+def _measure(model, spec, edits, fp, timeout: float):
+    """(DelegateAccount or None, the verdict's unknowns, why the terms are unknown or "")."""
+    unknowns, why, account = list(fp.unknowns), "", None
+    others = ", ".join(f"{g.key} -> subgraph {g.subgraph_index}" for g in model.signatures
+                       if g.subgraph_index != 0)
+    if others:  # as the no-delegate check: each signature's runner has its own arena
+        unknowns.append(f"the model has other signatures ({others}) that this check did not "
+                        "count, each with its own arena (not measured under a delegate here)")
+    try:
+        m = measure_delegate(model.path, spec, input_shapes=_input_shapes(model, edits),
+                             timeout=timeout)
+        account = delegate_account(m, model.weights_bytes)
+        unknowns += list(account.unknowns)
+    except DelegateLoadError:
+        raise
+    except RuntimeProbeError as e:
+        why = f"not measured under {spec.name} (see the unknown above)"
+        unknowns.append(f"the model under {spec.name} (CPU arena, the delegate's memory): not "
+                        f"measured ({e})")
+    return account, unknowns, why
 
 
 class _Batches:

@@ -25,6 +25,10 @@ The terms add up to the process's measured growth (``total_growth``) unless a su
 would go below 0 (clamped to 0, said on the term: the sum is then an upper bound). A delegate
 loaded from a library may hold device memory (GPU/NPU buffers) that is not in this process's
 anonymous memory: that is an unknown, so such a verdict is never a bare "fits".
+
+:func:`batch_split` splits the setup term along a line through a second measurement at another
+batch (what grows with the batch: workspace; what does not: packed weights, runtime), shown
+beside it and not counted; :mod:`viewer.whatif.delegate_batch` searches the largest batch.
 """
 
 from __future__ import annotations
