@@ -57,6 +57,10 @@ def add_parser(sub) -> None:
                    help="predict only, without running LiteRT: our inferred shapes, estimated "
                         "kernel temporaries and our litert planner (dynamic tensors and the "
                         "runtime overhead are then left out: a fit cannot be told)")
+    p.add_argument("--memory-limit", default="8GiB", metavar="SIZE",
+                   help="address space the LiteRT process may map (RLIMIT_AS; default 8GiB): a "
+                        "step that needs more fails to allocate and ends the session there, "
+                        "instead of driving the machine into swap")
     p.add_argument("--timeout", type=float, default=300.0, metavar="S",
                    help="seconds for the whole session before the LiteRT process is killed")
     p.add_argument("--json", action="store_true", help="print one JSON object instead of lines")
@@ -99,6 +103,10 @@ def run(args: argparse.Namespace) -> int:
         raise UsageError(f"--budget {args.budget}: a device budget must be more than 0 bytes")
     if not (args.timeout > 0):
         raise UsageError(f"--timeout {args.timeout:g}: need a positive number of seconds")
+    address_space = parse_size(args.memory_limit)
+    if address_space < 256 << 20:
+        raise UsageError(f"--memory-limit {args.memory_limit}: LiteRT's process needs at least "
+                         "256 MiB of address space to start")
     resolve_signature(args)
     model = load_model(args.model)
     raw = (batch_steps(model, args.subgraph, args.batches) if args.batches is not None
@@ -107,7 +115,8 @@ def run(args: argparse.Namespace) -> int:
     predicted, why = _predict(model, args.subgraph, steps)
     if not args.measure:
         return _run_planned(args, model, predicted, why, limit)
-    run_ = measure_session(model.path, steps, args.subgraph, args.timeout)
+    run_ = measure_session(model.path, steps, args.subgraph, args.timeout,
+                           address_space=address_space)
     if not run_.ok:  # the prediction stands in, and says so; never a "fits"
         rc = (_run_planned(args, model, predicted, why, limit, failed=run_.error)
               if predicted is not None else EXIT_CODES[VERDICT_CANNOT_TELL])
