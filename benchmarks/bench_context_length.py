@@ -7,7 +7,8 @@ For each cache style (resource variables, external caches) and context length N 
 decoder (tests/decoder_builder.py) at the base context, applies ``--context-length N``
 (viewer.whatif.context_length: a model copy), and prints per signature: LiteRT's arena measured
 with both signatures allocated in one interpreter, our estimate (planner litert over the copy's
-tensors, kernel temporaries not included), the KV cache bytes (one copy of every cache), and
+tensors plus the stored length's measured kernel temporaries scaled by N / C; and the planner
+alone), the KV cache bytes (one copy of every cache), and
 the heap LiteRT grew by over the first invoke (where the resource variables' storage appears).
 Not a test: figures to read.
 """
@@ -37,9 +38,9 @@ def main() -> int:
     a = p.parse_args()
     contexts = [int(c) for c in a.contexts.split(",")]
     print(f"decoder: {a.layers} layers, hidden {a.hidden}, prefill {a.prefill}, stored context {a.base}; "
-          "bytes; arena = LiteRT measured (est = our planner, no kernel temporaries)")
-    print(f"{'style':9} {'context':>7} {'KV cache':>10} {'prefill arena':>14} {'(est)':>10} "
-          f"{'decode arena':>13} {'(est)':>10} {'heap 1st invoke':>16}")
+          "bytes; arena = LiteRT measured; est = ESTIMATE_METHOD; plan = our planner, no kernel temporaries")
+    print(f"{'style':9} {'context':>7} {'KV cache':>10} {'prefill arena':>14} {'(est)':>10} {'(plan)':>10} "
+          f"{'decode arena':>13} {'(est)':>10} {'(plan)':>10} {'heap 1st invoke':>16}")
     with tempfile.TemporaryDirectory() as tmp:
         for style in ("resource", "external"):
             path = Path(tmp) / f"{style}.tflite"
@@ -52,8 +53,9 @@ def main() -> int:
                 grown = (e.probe.heap_at("invoke prefill #1") - e.probe.heap_at("allocate decode")
                          if e.probe is not None else None)
                 print(f"{style:9} {n:7d} {w.kv_bytes_after:10,d} {e.arenas['prefill']:14,d} "
-                      f"{w.estimated_arenas['prefill']:10,d} {e.arenas['decode']:13,d} "
-                      f"{w.estimated_arenas['decode']:10,d} {grown if grown is not None else 'n/a':>16,}")
+                      f"{w.estimated_arenas['prefill']:10,d} {w.planned_arenas['prefill']:10,d} "
+                      f"{e.arenas['decode']:13,d} {w.estimated_arenas['decode']:10,d} "
+                      f"{w.planned_arenas['decode']:10,d} {grown if grown is not None else 'n/a':>16,}")
     return 0
 
 

@@ -28,10 +28,10 @@ def _run(capsys, *argv):
 @pytest.mark.shared
 def test_xnnpack_check_names_every_delegate_term(capsys):
     p = str(shared_model(MODEL))
-    rc, out, err = _run(capsys, p, "--budget", "64MiB", "--delegates", "default", "--json")
+    rc, out, err = _run(capsys, p, "--budget", "12MiB", "--delegates", "default", "--json")
     assert rc == 0, err
     r = json.loads(out)
-    plain = json.loads(_run(capsys, p, "--budget", "64MiB", "--json")[1])
+    plain = json.loads(_run(capsys, p, "--budget", "12MiB", "--json")[1])
     missing = set(plain) - set(r)
     assert not missing, f"keys the no-delegate report has and the delegate's lacks: {sorted(missing)}"
     t = {x["name"]: x for x in r["terms"]}
@@ -114,6 +114,52 @@ def test_a_library_whose_create_fails_is_one_line_exit_2(capsys, hold_delegate):
 
 @pytest.mark.shared
 def test_xnnpack_largest_batch_is_what_the_runtime_then_measures(capsys):
+    """The largest batch under XNNPACK is searched with delegated processes at each batch it
+    answers with; the oracle is check measured at that batch (fits; the next was measured over).
+    At 160x160 the growth from batch 1 to 2 is a tenth of later steps: a straight line through
+    them promised batch 58 where 9 fits."""
+    p = str(shared_model(MODEL))
+    args = ["--delegates", "default", "--weights", "mapped", "--input-shape", "1x160x160x3", "--json"]
+    r = json.loads(_run(capsys, p, "--budget", "10MiB", *args)[1])
+    t = {x["name"]: x for x in r["terms"]}
+    grows = t["delegate: XNNPACK setup: grows with the batch (workspace)"]
+    fixed = t["delegate: XNNPACK setup: fixed (packed weights, runtime)"]
+    assert not grows["counted"] and not fixed["counted"] and grows["source"] == "estimated"
+    assert grows["bytes"] + fixed["bytes"] == t["delegate: XNNPACK setup"]["bytes"]
+    n = r["largest_batch"]
+    assert n and n > 1 and "measured over it" in r["largest_batch_note"], r["largest_batch_note"]
+    rc, out, _ = _run(capsys, p, "--budget", "10MiB", "--batch", str(n), *args)
+    assert (rc, json.loads(out)["verdict"]) == (0, "fits")  # batch n + 1: measured over, above
+
+
+from delegate_library import hold_delegate  # noqa: E402,F401  (the fixture)
+
+
+@pytest.mark.shared
+def test_a_library_delegate_is_measured_the_same_way_and_never_a_bare_fits(capsys, hold_delegate):
+    rc, out, err = _run(capsys, str(shared_model(MODEL)), "--budget", "64MiB", "--json",
+                        "--delegate-library", str(hold_delegate),
+                        "--delegate-option", f"hold_bytes={8 << 20}")
+    r = json.loads(out)
+    assert rc == 3 and r["verdict"] == "cannot_tell", err
+    assert any("device memory" in u for u in r["unknowns"])
+    assert err.count("\n") == 1 and "cannot tell" in err
+    t = {x["name"]: x for x in r["terms"]}
+    setup = t["delegate: libhold_delegate.so setup"]
+    assert setup["source"] == "measured" and setup["bytes"] >= (8 << 20) - (64 << 10)
+    assert r["delegate"]["library"] == str(hold_delegate)
+    assert r["delegate"]["options"] == {"hold_bytes": str(8 << 20)}
+
+
+@pytest.mark.shared
+def test_a_library_whose_create_fails_is_one_line_exit_2(capsys, hold_delegate):
+    rc, out, err = _run(capsys, str(shared_model(MODEL)), "--budget", "64MiB",
+                        "--delegate-library", str(hold_delegate), "--delegate-option", "fail=1")
+    assert rc == 2 and not out and err.count("\n") == 1 and "asked to fail" in err
+
+
+@pytest.mark.shared
+def test_xnnpack_largest_batch_is_what_the_runtime_then_measures(capsys):
     """The largest batch under XNNPACK comes from two delegated processes (batch 1 and 2); the
     oracle is the check measured at that batch (fits) and the next (does not)."""
     p = str(shared_model(MODEL))
@@ -143,3 +189,11 @@ def test_a_model_litert_cannot_load_under_xnnpack_cannot_tell(capsys):
     assert rc == 3 and r["verdict"] == "cannot_tell" and not r["measured"]
     assert any("under XNNPACK" in u and "PosenetDecoderOp" in u for u in r["unknowns"])
     assert {t["name"]: t for t in r["terms"]}["delegate: XNNPACK setup"]["source"] == "unknown"
+
+
+@pytest.mark.shared
+def test_other_signatures_under_a_delegate_cannot_tell(capsys):
+    """As without a delegate: each signature's runner has its own arena, one checked is not all."""
+    rc, out, err = _run(capsys, str(shared_model("litert_testdata_multi_signatures.tflite")),
+                        "--budget", "64MiB", "--delegates", "default", "--json")
+    assert rc == 3 and any("other signatures" in u for u in json.loads(out)["unknowns"]), err

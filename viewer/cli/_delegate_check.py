@@ -134,6 +134,11 @@ def run_delegate_check(args: argparse.Namespace, spec: DelegateSpec) -> int:
     model = load_model(args.model)
     fp = footprint(model, 0, edits, planner="litert", measure=True, timeout=args.timeout)
     unknowns, why, account = list(fp.unknowns), "", None
+    others = ", ".join(f"{g.key} -> subgraph {g.subgraph_index}" for g in model.signatures
+                       if g.subgraph_index != 0)
+    if others:  # as the no-delegate check: each signature's runner has its own arena
+        unknowns.append(f"the model has other signatures ({others}) that this check did not "
+                        "count, each with its own arena (not measured under a delegate here)")
     try:
         m = measure_delegate(model.path, spec, input_shapes=_input_shapes(model, edits),
                              timeout=args.timeout)
@@ -148,17 +153,18 @@ def run_delegate_check(args: argparse.Namespace, spec: DelegateSpec) -> int:
     terms = _budget_terms(account, spec, fp, args.weights, why)
     used = total_bytes(terms)
     result = verdict(used, limit, unknowns)
-    split = _batch_split(model, spec, edits, account, args.timeout)
-    if split is not None:  # shown under the setup term that holds them
+    weights_counted = int(fp.weights_bytes) if args.weights == "copied" else 0
+    split, args._delegate_largest, per = _batch_answer(args, model, spec, edits, account, limit,
+                                                       used, weights_counted, unknowns)
+    if split is not None and split.terms:  # shown under the setup term that holds them
         at = next(k for k, t in enumerate(terms) if t.name.startswith("delegate:")) + 1
         terms[at:at] = list(split.terms)
-        args._delegate_largest = _largest_batch(limit, used, split)
     notes = edit_notes(model, 0, edits) + list(fp.notes) + list(account.notes if account else ())
     if fp.other_subgraphs and account is not None:
         notes.append(f"the {len(fp.other_subgraphs)} other subgraph(s)' arenas (control flow) are "
                      f"inside the Pss_Anon terms under {spec.name}, not laid out apart")
     report = _report(args, model, fp, spec, account, terms, unknowns, notes, limit, used, result)
-    report["delegate"]["per_example_bytes"] = split.per_example_bytes if split is not None else None
+    report["delegate"]["per_example_bytes"] = per
     if args.json:
         json.dump(report, sys.stdout, indent=1)
         sys.stdout.write("\n")
@@ -170,43 +176,68 @@ def run_delegate_check(args: argparse.Namespace, spec: DelegateSpec) -> int:
     return EXIT_CODES[result]
 
 
-def _batch_split(model, spec, edits, account, timeout):
-    """The setup split by the batch (a second delegated process at batch b + 1), or None when
-    there is no account to split."""
-    import dataclasses
+class _Batches:
+    """The delegate measured at other batches (fresh processes), each total as ``check`` counts."""
 
-    from viewer.errors import ViewerError
+    def __init__(self, model, spec, edits, weights_counted: int, timeout: float):
+        self.model, self.spec, self.edits = model, spec, edits
+        self.weights, self.timeout = weights_counted, timeout
+        self.measured: dict = {}  # batch -> DelegateMeasurement
+        self.refused = ""  # why the first refused batch was refused
+
+    def total_at(self, k: int) -> int | None:
+        import dataclasses
+
+        from viewer.errors import ViewerError
+        from viewer.whatif.edits import WhatIfEdits
+
+        e = dataclasses.replace(self.edits if self.edits is not None else WhatIfEdits(), batch=k)
+        try:
+            m = measure_delegate(self.model.path, self.spec, timeout=self.timeout,
+                                 input_shapes=_input_shapes(self.model, e))
+        except DelegateLoadError:
+            raise
+        except ViewerError as err:
+            msg = str(err)
+            if msg.startswith(str(self.model.path) + ": "):
+                msg = msg[len(str(self.model.path)) + 2:]
+            self.refused = self.refused or f"the model cannot take batch {k}: {msg}"
+            return None
+        self.measured[k] = m
+        return delegate_account(m).counted_bytes + self.weights
+
+
+def _batch_answer(args, model, spec, edits, account, limit: int, used: int, weights_counted: int,
+                  unknowns=()):
+    """(BatchSplit or None, (largest batch or None, reason), per-example bytes or None): the
+    batch b + 1 measured under the delegate, then :func:`viewer.whatif.delegate_batch.search`;
+    nothing measured when the verdict at b is not "fits" (over, or something unknown)."""
+    from viewer.whatif.delegate_batch import search
     from viewer.whatif.delegate_terms import batch_split
-    from viewer.whatif.edits import WhatIfEdits
     from viewer.whatif.verdict import batch_dimension_problem
 
     if account is None:
-        return None
+        return None, (None, "not measured"), None
     b = (edits.batch if edits is not None else None) or 1
     why = batch_dimension_problem(model, 0)
     if why:
-        return batch_split(account, b, None, why)
-    nxt_edits = dataclasses.replace(edits if edits is not None else WhatIfEdits(), batch=b + 1)
-    try:
-        nxt = measure_delegate(model.path, spec, input_shapes=_input_shapes(model, nxt_edits),
-                               timeout=timeout)
-    except DelegateLoadError:
-        raise
-    except ViewerError as e:
-        msg = str(e)
-        if msg.startswith(str(model.path) + ": "):
-            msg = msg[len(str(model.path)) + 2:]
-        return batch_split(account, b, None, f"the model cannot take batch {b + 1}: {msg}")
-    return batch_split(account, b, nxt)
-
-
-def _largest_batch(limit: int, used: int, split) -> tuple[int | None, str]:
-    from viewer.whatif.verdict import BatchGrowth, largest_batch_answer
-
-    growth = BatchGrowth(split.per_example_bytes, split.reason,
-                         "measured" if split.per_example_bytes is not None else "")
-    best, growth = largest_batch_answer(limit, used, split.batch, growth)
-    return best, growth.reason
+        return batch_split(account, b, None, why), (None, why), None
+    if used > limit:
+        return None, (None, f"batch {b} does not fit (measured); smaller batches not searched"), None
+    if unknowns:
+        return None, (None, f"cannot tell ({unknowns[0]})"), None
+    runs = _Batches(model, spec, edits, weights_counted, args.timeout)
+    nxt = runs.total_at(b + 1)
+    if nxt is None:
+        return batch_split(account, b, None, runs.refused), (None, runs.refused), None
+    per = max(0, nxt - used)
+    found = search(runs.total_at, limit, {b: used, b + 1: nxt})
+    top = max(runs.measured)  # the farthest measured batch gives the split's line
+    split = batch_split(account, b, runs.measured[top], at=top)
+    reason = found.reason if found.largest is not None or not runs.refused else runs.refused
+    if found.largest is not None and runs.refused and found.confirmed and found.totals.get(found.largest + 1) is None:
+        reason += f"; {runs.refused}"
+    return split, (found.largest, reason), per
 
 
 def _b(n: int) -> str:

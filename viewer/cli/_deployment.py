@@ -108,9 +108,15 @@ def _context_lines(w) -> list[str]:
            "[estimated: bytes of the caches' shapes]"]
     for k in w.edited.keys:
         src = "measured" if w.edited.measured else "planned"
+        est = w.estimated_arenas.get(k)
         out.append(f"  arena of '{k}': {_b(w.baseline.arenas.get(k))} -> {_b(w.edited.arenas.get(k))} "
-                   f"[{src}]; our estimate {_b(w.estimated_arenas.get(k))} [planned over the copy's "
-                   "tensors, kernel temporaries not included]")
+                   f"[{src}]; estimate " + (f"{_b(est)} [estimated]" if est is not None else
+                                            f"{_b(w.planned_arenas.get(k))} [planned, kernel "
+                                            "temporaries not included]"))
+    if any(v is not None for v in w.estimated_arenas.values()):
+        from viewer.whatif.context_length import ESTIMATE_METHOD
+
+        out.append(f"  (estimate: {ESTIMATE_METHOD})")
     return out
 
 

@@ -39,8 +39,13 @@ def run(args: argparse.Namespace) -> int:
         raise UsageError("compare needs at least two models")
     import os
 
+    from viewer.runtime.probe import display_path, model_file_error
+
     seen: dict[str, str] = {}
     for path in args.models:
+        bad = model_file_error(path)  # a missing model: one line before the others are measured
+        if bad is not None:
+            raise UsageError(display_path(bad))
         key = os.path.realpath(path)
         if key in seen:
             raise UsageError(f"{path}: given twice (as {seen[key]}); compare different models")

@@ -21,9 +21,8 @@ from viewer.errors import RuntimeProbeError, UsageError
 from viewer.model.reader import load_model
 from viewer.units import SIZE_SYNTAX, format_bytes, parse_size
 from viewer.whatif.budget import WEIGHTS_MODES
+from viewer.whatif.session_plan import parse_steps
 from viewer.whatif.verdict import EXIT_CODES, VERDICT_CANNOT_TELL, VERDICT_FITS
-
-_DIMS = re.compile(r"-?\d+(?:x-?\d+)*")
 
 #: The configuration the session measures (the probe's).
 CONFIGURATION = "LiteRT without default delegates (XNNPACK off), one interpreter for every step"
@@ -58,35 +57,14 @@ def add_parser(sub) -> None:
                    help="predict only, without running LiteRT: our inferred shapes, estimated "
                         "kernel temporaries and our litert planner (dynamic tensors and the "
                         "runtime overhead are then left out: a fit cannot be told)")
+    p.add_argument("--memory-limit", default="8GiB", metavar="SIZE",
+                   help="address space the LiteRT process may map (RLIMIT_AS; default 8GiB): a "
+                        "step that needs more fails to allocate and ends the session there, "
+                        "instead of driving the machine into swap")
     p.add_argument("--timeout", type=float, default=300.0, metavar="S",
                    help="seconds for the whole session before the LiteRT process is killed")
     p.add_argument("--json", action="store_true", help="print one JSON object instead of lines")
     p.set_defaults(run=run)
-
-
-def parse_steps(text: str) -> list[dict]:
-    """``--steps`` text -> ``[{input key or "*": shape}]`` (shapes as written; checked later).
-
-    Raises
-    ------
-    viewer.errors.UsageError
-        A step that is not SHAPE or NAME=SHAPE(+NAME=SHAPE...).
-    """
-    steps = []
-    for k, item in enumerate(s.strip() for s in str(text).split(",")):
-        if not item:
-            raise UsageError(f"--steps {text!r}: step {k + 1} is empty; separate steps with commas, "
-                             "e.g. 1x128x4,64x128x4")
-        step: dict = {}
-        for part in item.split("+"):
-            key, sep, shape = part.rpartition("=")
-            key = key.strip() if sep else "*"
-            if not _DIMS.fullmatch(shape.strip()) or (sep and not key):
-                raise UsageError(f"--steps: cannot read step {k + 1} {item!r}: use SHAPE with "
-                                 "dimensions separated by x (e.g. 1x128x4), or NAME=SHAPE+NAME=SHAPE")
-            step[key] = tuple(int(d) for d in shape.strip().split("x"))
-        steps.append(step)
-    return steps
 
 
 def batch_steps(model, subgraph: int, text: str) -> list[dict]:
@@ -117,13 +95,18 @@ def batch_steps(model, subgraph: int, text: str) -> list[dict]:
 
 def run(args: argparse.Namespace) -> int:
     from viewer.runtime.session import measure_session
-    from viewer.whatif.session import session_report, session_steps
+    from viewer.whatif.session import session_report
+    from viewer.whatif.session_plan import session_steps
 
     limit = parse_size(args.budget) if args.budget is not None else None
     if limit is not None and limit <= 0:
         raise UsageError(f"--budget {args.budget}: a device budget must be more than 0 bytes")
     if not (args.timeout > 0):
         raise UsageError(f"--timeout {args.timeout:g}: need a positive number of seconds")
+    address_space = parse_size(args.memory_limit)
+    if address_space < 256 << 20:
+        raise UsageError(f"--memory-limit {args.memory_limit}: LiteRT's process needs at least "
+                         "256 MiB of address space to start")
     resolve_signature(args)
     model = load_model(args.model)
     raw = (batch_steps(model, args.subgraph, args.batches) if args.batches is not None
@@ -132,10 +115,13 @@ def run(args: argparse.Namespace) -> int:
     predicted, why = _predict(model, args.subgraph, steps)
     if not args.measure:
         return _run_planned(args, model, predicted, why, limit)
-    run_ = measure_session(model.path, steps, args.subgraph, args.timeout)
-    if not run_.ok:
+    run_ = measure_session(model.path, steps, args.subgraph, args.timeout,
+                           address_space=address_space)
+    if not run_.ok:  # the prediction stands in, and says so; never a "fits"
+        rc = (_run_planned(args, model, predicted, why, limit, failed=run_.error)
+              if predicted is not None else EXIT_CODES[VERDICT_CANNOT_TELL])
         print(f"arena-viewer: cannot tell: {run_.error}", file=sys.stderr)
-        return EXIT_CODES[VERDICT_CANNOT_TELL]
+        return rc if rc == EXIT_CODES["does_not_fit"] else EXIT_CODES[VERDICT_CANNOT_TELL]
     try:
         rep = session_report(model, run_, limit=limit, weights_mode=args.weights,
                              other_signatures=_other_signatures(model, args), predicted=predicted)
@@ -160,7 +146,7 @@ def run(args: argparse.Namespace) -> int:
 def _predict(model, subgraph: int, steps) -> tuple[list | None, str]:
     """Our prediction of every step without the runtime, or (None, why not)."""
     from viewer.errors import ViewerError
-    from viewer.whatif.session import plan_session
+    from viewer.whatif.session_plan import plan_session
 
     try:
         return plan_session(model, subgraph, steps), ""
@@ -168,9 +154,10 @@ def _predict(model, subgraph: int, steps) -> tuple[list | None, str]:
         return None, str(e)
 
 
-def _run_planned(args, model, predicted, why: str, limit: int | None) -> int:
-    """``--no-measure``: our prediction alone; a verdict only when it is already over budget."""
-    from viewer.whatif.session import PLANNED_ONLY_CAVEAT
+def _run_planned(args, model, predicted, why: str, limit: int | None, failed: str = "") -> int:
+    """``--no-measure`` (or LiteRT failed: ``failed`` says how): our prediction alone; a verdict
+    only when it is already over budget."""
+    from viewer.whatif.session_plan import PLANNED_ONLY_CAVEAT
 
     if predicted is None:
         raise UsageError(f"{model.path}: cannot predict the session without the runtime: {why}")
@@ -184,6 +171,7 @@ def _run_planned(args, model, predicted, why: str, limit: int | None) -> int:
                 "(run without --no-measure)")
     if args.json:
         print(json.dumps({"command": "session", "configuration": CONFIGURATION + ", predicted only (not measured)",
+                          "measurement_error": failed or None,
                           "model": model.path, "subgraph": args.subgraph, "method": PLANNED_ONLY_CAVEAT,
                           "steps": [p.as_dict() for p in predicted],
                           "high_water": {"step": high + 1, "bytes": peak, "weights_bytes": weights},
@@ -191,6 +179,8 @@ def _run_planned(args, model, predicted, why: str, limit: int | None) -> int:
     else:
         out = [f"{model.path} subgraph {args.subgraph}: session of {len(predicted)} steps predicted "
                f"without the runtime [{PLANNED_ONLY_CAVEAT}]"]
+        if failed:
+            out.append(f"  not measured: {failed}")
         for p in predicted:
             b = p.buffer
             grew = f" grew (old + new {b.during_growth:,d} B while copied)" if b.grew and b.during_growth > b.held else ""

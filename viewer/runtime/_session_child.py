@@ -216,14 +216,19 @@ def run_session(path: str, subgraph: int, steps: list[dict], emit=None) -> dict:
         _hook(k)
         peak_reset = _reset_peak()
         rss_before = _status().get("VmRSS")
+        stage = "ResizeInputTensor"
         try:
             resized = _resize(interp, subgraph, inputs, step)
+            stage = "AllocateTensors"
             interp._interpreter.AllocateTensors(subgraph)
             after_alloc = _read_step(ctx, kept["functions"], usable_fn, n_model)
+            stage = "Invoke"
             _fill_inputs(interp, subgraph, inputs, seed=k)
             interp._interpreter.Invoke(subgraph)
         except Exception as e:
-            emit({"ok": False, "error": " ".join(f"{type(e).__name__}: {e}".split())[:400]})
+            msg = " ".join(str(e).split()) or "no message from the runtime"
+            emit({"ok": False, "stage": stage,
+                  "error": f"{stage} failed: {type(e).__name__}: {msg}"[:400]})
             break
         got = _read_step(ctx, kept["functions"], usable_fn, n_model)
         status = _status()
@@ -250,13 +255,26 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("model")
     p.add_argument("--subgraph", type=int, default=0)
     p.add_argument("--steps", required=True, help='JSON list of {"input position": shape}')
+    p.add_argument("--address-space", type=int, default=0,
+                   help="RLIMIT_AS in bytes (0: none), so a step too large fails to allocate "
+                        "instead of pushing the machine into swap")
     return p
+
+
+def _limit(address_space: int) -> None:
+    if address_space > 0:
+        try:
+            import resource
+        except ImportError:  # not on this platform
+            return
+        resource.setrlimit(resource.RLIMIT_AS, (address_space, address_space))
 
 
 def main(argv: list[str] | None = None) -> None:
     out_fd = os.dup(1)
     os.dup2(2, 1)  # LiteRT's INFO lines and kernel prints go to stderr
     args = _parser().parse_args(argv)
+    _limit(args.address_space)
     from viewer.runtime._child_structs import _LayoutError
 
     out = os.fdopen(out_fd, "wb")

@@ -116,7 +116,8 @@ def _feeds(interp, sg: int, inputs: dict, step: int) -> None:
         interp._interpreter.SetTensor(int(idx), a, sg)
 
 
-def measure(path: str, keys: list[str] | None, input_shapes: dict, rounds: int) -> dict:
+def measure(path: str, keys: list[str] | None, input_shapes: dict, rounds: int,
+            watch: dict | None = None) -> dict:
     """Allocate every signature in ``keys`` (all by default), invoke each ``rounds`` times in
     turn, and read every subgraph's tensors and the heap after each stage (bytes)."""
     import numpy as np
@@ -151,8 +152,13 @@ def measure(path: str, keys: list[str] | None, input_shapes: dict, rounds: int) 
                            "heap_bytes": (heap() - h0) if heap else None})
     subgraphs = []
     for k, ctx in enumerate(ctxs):
-        s = _summary(_read_tensors(ctx))
+        tensors = _read_tensors(ctx)
+        s = _summary(tensors)
         s["subgraph"] = k
+        s["watched"] = [{"id": t["id"], "allocation": t["allocation"], "bytes": t["bytes"],
+                         "address": t["address"]}
+                        for i in (watch or {}).get(str(k), []) if 0 <= i < len(tensors)
+                        for t in (tensors[i],)]
         s["signatures"] = [key for key in keys if index[key] == k]
         subgraphs.append(s)
     spans = sorted((s["arena_base"], s["arena_base"] + s["arena_bytes"], s["subgraph"])
@@ -170,10 +176,12 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--keys", default=None)
     p.add_argument("--input-shapes", default="{}", help='{"KEY": {"INPUT": [dims]}}')
     p.add_argument("--rounds", type=int, default=2)
+    p.add_argument("--watch", default="{}", help='{"SUBGRAPH": [tensor ids]}: report these tensors')
     args = p.parse_args(argv)
     try:
         keys = [k for k in args.keys.split(",") if k] if args.keys else None
-        out = measure(args.model, keys, json.loads(args.input_shapes), max(1, args.rounds))
+        out = measure(args.model, keys, json.loads(args.input_shapes), max(1, args.rounds),
+                      json.loads(args.watch))
     except _LayoutError as e:
         out = {"ok": False, "error": f"unsupported LiteRT build (struct layout check failed: {e})"}
     except Exception as e:

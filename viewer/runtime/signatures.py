@@ -43,6 +43,8 @@ class SubgraphMemory:
         ``kTfLitePersistentRo`` and ``kTfLiteDynamic`` tensors holding data (heap).
     variables : tuple of (name, bytes, address)
         Its ``is_variable`` tensors.
+    watched : tuple of (tensor id, allocation type, bytes, address)
+        The tensors the caller asked about (``watch``), as LiteRT holds them.
     """
 
     subgraph: int
@@ -53,6 +55,7 @@ class SubgraphMemory:
     persistent_ro_bytes: int
     dynamic_bytes: int
     variables: tuple[tuple[str, int, int | None], ...] = ()
+    watched: tuple[tuple[int, str, int, int | None], ...] = ()
 
 
 @dataclass(frozen=True)
@@ -105,7 +108,8 @@ def parse(raw: Mapping) -> DeploymentProbe:
     subs = tuple(SubgraphMemory(
         int(s["subgraph"]), tuple(s["signatures"]), int(s["arena_bytes"]), s["arena_base"],
         int(s["persistent_bytes"]), int(s["persistent_ro_bytes"]), int(s["dynamic_bytes"]),
-        tuple((v["name"], int(v["bytes"]), v["address"]) for v in s["variables"]))
+        tuple((v["name"], int(v["bytes"]), v["address"]) for v in s["variables"]),
+        tuple((int(w["id"]), w["allocation"], int(w["bytes"]), w["address"]) for w in s.get("watched", ())))
         for s in raw["subgraphs"])
     return DeploymentProbe(
         True, "", tuple(raw["keys"]), {k: int(v) for k, v in raw["signature_subgraphs"].items()},
@@ -115,7 +119,8 @@ def parse(raw: Mapping) -> DeploymentProbe:
 
 def measure_signatures(path: str, keys: Sequence[str] | None = None, *,
                        input_shapes: Mapping[str, Mapping[str, Sequence[int]]] | None = None,
-                       rounds: int = 2, timeout: float = 120.0) -> DeploymentProbe:
+                       rounds: int = 2, timeout: float = 120.0,
+                       watch: Mapping[int, Sequence[int]] | None = None) -> DeploymentProbe:
     """Allocate and invoke every signature in ``keys`` (all by default) in one LiteRT
     interpreter, in a subprocess, and read what each subgraph holds.
 
@@ -132,6 +137,8 @@ def measure_signatures(path: str, keys: Sequence[str] | None = None, *,
         allocated everything).
     timeout : float
         Seconds before the process is killed.
+    watch : mapping, optional
+        ``{subgraph: tensor ids}`` to report one by one (``SubgraphMemory.watched``).
 
     Returns
     -------
@@ -146,6 +153,8 @@ def measure_signatures(path: str, keys: Sequence[str] | None = None, *,
     args = [str(path), "--rounds", str(int(rounds)), "--input-shapes", json.dumps(input_shapes or {})]
     if keys is not None:
         args += ["--keys", ",".join(keys)]
+    if watch:
+        args += ["--watch", json.dumps({str(k): [int(i) for i in v] for k, v in watch.items()})]
     try:
         proc = subprocess.run(child_command(_CHILD, *args), stdin=subprocess.DEVNULL,
                               capture_output=True, timeout=timeout, env=env, cwd=_ROOT)

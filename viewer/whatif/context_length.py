@@ -16,8 +16,9 @@ these stated rules:
   happens to equal C is changed too: the rule cannot tell it apart.)
 
 LiteRT computes every intermediate shape again at prepare, so the copy is what the runtime
-measures (:func:`context_length_whatif`); the estimate is our planner over the copy's stored
-shapes (kernel temporaries not included), and the KV bytes are exact from the caches' shapes.
+measures (:func:`context_length_whatif`); the estimate beside it is :data:`ESTIMATE_METHOD`
+(our planner over the copy's stored shapes, plus the stored length's measured kernel
+temporaries scaled by N / C), and the KV bytes are exact from the caches' shapes.
 """
 
 from __future__ import annotations
@@ -226,9 +227,12 @@ class ContextLengthWhatIf:
     baseline, edited : viewer.whatif.deployment.Deployment
         At the stored context length and at ``edit.new`` (measured by LiteRT on the copy when
         ``measure``; planned otherwise).
-    estimated_arenas : dict
+    planned_arenas : dict
         Signature key -> planner litert's arena over the copy's stored shapes (kernel
         temporaries not included).
+    estimated_arenas : dict
+        Signature key -> :data:`ESTIMATE_METHOD`'s arena (None when the stored length was not
+        measured: no temporaries to scale).
     kv_bytes_before, kv_bytes_after : int
         One copy of every cache, from their shapes.
     """
@@ -236,6 +240,7 @@ class ContextLengthWhatIf:
     edit: ContextEdit
     baseline: object
     edited: object
+    planned_arenas: dict
     estimated_arenas: dict
     kv_bytes_before: int
     kv_bytes_after: int
@@ -249,12 +254,26 @@ class ContextLengthWhatIf:
             "arenas": [{"key": k, "stored_bytes": self.baseline.arenas.get(k),
                         "stored_source": "measured" if self.baseline.measured else "planned",
                         "whatif_estimated_bytes": self.estimated_arenas.get(k),
+                        "whatif_estimate_method": ESTIMATE_METHOD,
+                        "whatif_planned_tensors_bytes": self.planned_arenas.get(k),
                         "whatif_bytes": self.edited.arenas.get(k),
                         "whatif_source": "measured" if self.edited.measured else "planned"}
                        for k in self.edited.keys],
             "tensors_changed": self.edit.tensors_changed,
             "shape_operands_changed": list(self.edit.operands_changed),
         }
+
+
+#: How the arena at another context length is estimated (no runtime at that length).
+ESTIMATE_METHOD = ("planner litert over the copy's tensors, plus the stored length's kernel "
+                   "temporaries (LiteRT's measured arena minus our planned one there) scaled by "
+                   "N / C (attention's temporaries hold rows of the cache)")
+
+
+def estimate_arena(planned_copy: int, measured_base: int, planned_base: int, old: int, new: int) -> int:
+    """:data:`ESTIMATE_METHOD`, in bytes (the excess never taken below 0)."""
+    excess = max(0, int(measured_base) - int(planned_base))
+    return int(planned_copy) + -(-excess * int(new) // int(old))
 
 
 def context_length_whatif(model: Model, n: int, keys=None, *, measure: bool = True,
@@ -278,6 +297,13 @@ def context_length_whatif(model: Model, n: int, keys=None, *, measure: bool = Tr
         copy = load_model(dst)
         base = deployment(model, keys, measure=measure, timeout=timeout)
         edited = deployment(copy, keys, measure=measure, timeout=timeout, model_path=dst)
-        estimated = {k: int(footprint(copy, edited.subgraphs[k], None, planner="litert",
-                                      measure=False).arena_bytes) for k in edited.keys}
-    return ContextLengthWhatIf(edit, base, edited, estimated, int(base.kv_bytes), int(edited.kv_bytes))
+        planned = {k: int(footprint(copy, edited.subgraphs[k], None, planner="litert",
+                                    measure=False).arena_bytes) for k in edited.keys}
+    estimated = {k: None for k in edited.keys}
+    if base.measured:
+        for k in edited.keys:
+            planned_base = int(footprint(model, base.subgraphs[k], None, planner="litert",
+                                         measure=False).arena_bytes)
+            estimated[k] = estimate_arena(planned[k], base.arenas[k], planned_base, edit.old, edit.new)
+    return ContextLengthWhatIf(edit, base, edited, planned, estimated, int(base.kv_bytes),
+                               int(edited.kv_bytes))

@@ -186,10 +186,11 @@ class BatchSplit:
     Attributes
     ----------
     batch : int
-        The batch of the account (``b``); the other measurement ran at ``b + 1``.
+        The batch of the account (``b``).
     per_example_bytes : int or None
-        Pss_Anon growth of the whole interpreter from batch ``b`` to ``b + 1`` (CPU arena, the
-        delegate's workspace, runtime), at least 0; None when there is no second measurement.
+        Pss_Anon growth of the whole interpreter per example (CPU arena, the delegate's
+        workspace, runtime) along the line to the other measured batch, at least 0; None when
+        there is no second measurement.
     terms : tuple of Term
         Two terms shown but not counted (the measured setup term already holds them): the part
         of the setup that grows with the batch (workspace) and the part that does not (packed
@@ -204,38 +205,42 @@ class BatchSplit:
     reason: str = ""
 
 
-def batch_split(account: DelegateAccount, batch: int, nxt: DelegateMeasurement | None,
-                why: str = "") -> BatchSplit:
-    """Split ``account``'s setup term using ``nxt``, the same delegate at batch ``batch + 1``.
+def batch_split(account: DelegateAccount, batch: int, far: DelegateMeasurement | None,
+                why: str = "", at: int | None = None) -> BatchSplit:
+    """Split ``account``'s setup term using ``far``, the same delegate at batch ``at``.
 
     Parameters
     ----------
     account : DelegateAccount
         At batch ``batch`` (>= 1).
     batch : int
-    nxt : DelegateMeasurement or None
-        None when batch ``batch + 1`` could not be measured; ``why`` then says why.
+    far : DelegateMeasurement or None
+        None when no other batch could be measured; ``why`` then says why.
+    at : int, optional
+        The batch ``far`` ran at (> ``batch``; default ``batch + 1``).
 
     Returns
     -------
     BatchSplit
-        The fixed part is ``setup(b) - b * (setup(b+1) - setup(b))``, clamped to
-        ``[0, setup(b)]``; the per-example part is the rest.
+        With ``step = (setup(at) - setup(b)) / (at - b)`` (at least 0), the part that grows is
+        ``b * step`` clamped to ``[0, setup(b)]`` and the fixed part the rest; the per-example
+        growth of the whole interpreter is ``(total(at) - total(b)) / (at - b)``.
     """
     m = account.measurement
-    if nxt is None or not (m.measured and nxt.measured):
-        return BatchSplit(batch, None, (), why or "the next batch was not measured")
+    at = batch + 1 if at is None else int(at)
+    if far is None or not (m.measured and far.measured) or at <= batch:
+        return BatchSplit(batch, None, (), why or "no other batch was measured")
     name = m.spec.name
-    step = max(0, int(nxt.setup_growth) - int(m.setup_growth))
+    step = max(0, int(far.setup_growth) - int(m.setup_growth)) // (at - batch)
     setup = int(m.setup_growth) - int(m.persistent_bytes)
     grows = min(max(setup, 0), batch * step)
     rule = (f"a straight line through setup at batch {batch} ({m.setup_growth:,d} B) and "
-            f"{batch + 1} ({nxt.setup_growth:,d} B), both measured; inside the setup term, not counted again")
+            f"{at} ({far.setup_growth:,d} B), both measured; inside the setup term, not counted again")
     terms = (Term(f"delegate: {name} setup: grows with the batch (workspace)", grows,
                   "estimated", rule, counted=False),
              Term(f"delegate: {name} setup: fixed (packed weights, runtime)",
                   max(setup, 0) - grows, "estimated", rule, counted=False))
-    per = max(0, int(nxt.total_growth) - int(m.total_growth))
+    per = max(0, int(far.total_growth) - int(m.total_growth)) // (at - batch)
     return BatchSplit(batch, per, terms,
-                      f"from the delegate's footprints at batch {batch} and {batch + 1} (both measured "
+                      f"from the delegate's footprints at batch {batch} and {at} (both measured "
                       "by the runtime, Pss_Anon of the whole interpreter)")

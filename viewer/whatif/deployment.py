@@ -27,6 +27,8 @@ from viewer.whatif.footprint import (SOURCE_ESTIMATED, SOURCE_MEASURED, SOURCE_P
                                      footprint)
 
 KV_TERM = "KV cache"
+#: Endings of the names of terms held only while something runs (not in the heap afterwards).
+_TRANSIENT = ("first invoke only)", "while its caller runs)")
 
 
 @dataclass(frozen=True)
@@ -71,10 +73,15 @@ class Deployment:
     measured: bool = False
     probe: object = field(default=None, compare=False, repr=False)
 
+    def _copies(self, key: str) -> int | None:
+        if self.probe is None:
+            return None
+        return cache_copies_in_arena(self.probe.subgraph(self.subgraphs[key]))
+
     def as_dict(self) -> dict:
         return {
-            "signatures": [{"key": k, "subgraph": self.subgraphs[k], "arena_bytes": self.arenas[k]}
-                           for k in self.keys],
+            "signatures": [{"key": k, "subgraph": self.subgraphs[k], "arena_bytes": self.arenas[k],
+                            "kv_cache_tensors_in_arena_bytes": self._copies(k)} for k in self.keys],
             "kv_caches": [{"name": c.name, "style": c.style, "shape": list(c.shape), "dtype": c.dtype,
                            "bytes": c.nbytes, "subgraphs": list(c.subgraphs)} for c in self.caches],
             "kv_cache_bytes": self.kv_bytes,
@@ -144,9 +151,12 @@ def _measured_terms(model: Model, probe, keys, caches) -> tuple[list[Term], dict
     for k in keys:
         s = probe.subgraph(probe.signature_subgraphs[k])
         arenas[k] = s.arena_bytes
+        copies = cache_copies_in_arena(s)
         terms.append(Term(f"arena of signature '{k}' (subgraph {s.subgraph})", s.arena_bytes, SOURCE_MEASURED,
                           "LiteRT's arena (extent of its kTfLiteArenaRw tensors, kernel temporaries "
-                          "included) with every listed signature allocated and invoked"))
+                          "included) with every listed signature allocated and invoked"
+                          + (f"; of which KV-cache tensors (READ_VARIABLE copies, cache inputs/outputs) "
+                             f"at distinct addresses: {copies:,d} B" if copies else "")))
     var_bytes = sum(c.nbytes for c in caches if c.style == STYLE_VARIABLE)
     persistent = sum(s.persistent_bytes for s in probe.subgraphs) - var_bytes
     heap_tensors = sum(s.persistent_ro_bytes + s.dynamic_bytes for s in probe.subgraphs)
@@ -161,34 +171,51 @@ def _measured_terms(model: Model, probe, keys, caches) -> tuple[list[Term], dict
         if s.subgraph not in used and s.arena_bytes:
             terms.append(Term(f"subgraph {s.subgraph} arena (resident)", s.arena_bytes, SOURCE_MEASURED,
                               "LiteRT's arena of a subgraph no listed signature runs, still resident"))
-    inits = _init_subgraphs(model, used)
+    reached = _reached(model, used)
     for s in probe.subgraphs:
-        if s.subgraph in inits and not s.arena_bytes:
+        if s.subgraph in reached and s.subgraph not in used and not s.arena_bytes:
             planned = int(footprint(model, s.subgraph, None, planner="litert", measure=False).arena_bytes)
-            terms.append(Term(f"subgraph {s.subgraph} arena (CALL_ONCE init, first invoke only)", planned,
-                              SOURCE_PLANNED,
-                              "planner litert over its tensors: CALL_ONCE allocates it, runs it and "
-                              "releases it during the first invoke (call_once.cc "
-                              "ReleaseNonPersistentMemory; measured: none resident afterwards), so the "
-                              "first invoke's peak holds it beside the terms above"))
+            how = reached[s.subgraph]
+            once = "CALL_ONCE" in how
+            terms.append(Term(f"subgraph {s.subgraph} arena ({how}, " + ("first invoke only)" if once else
+                                                                          "while its caller runs)"),
+                              planned, SOURCE_PLANNED,
+                              "planner litert over its tensors (kernel temporaries not included): "
+                              + ("CALL_ONCE allocates it, runs it and releases it during the first invoke "
+                                 "(call_once.cc ReleaseNonPersistentMemory)" if once else
+                                 "its caller's kernel allocates it while it runs")
+                              + "; measured: none resident after the invokes, so it counts toward "
+                              "the peak beside the terms above"))
+            if not once:
+                unknowns.append(f"kernel temporaries of subgraph {s.subgraph} ({how}): not measured")
     released = [s.subgraph for s in probe.subgraphs
-                if s.subgraph not in used and s.subgraph not in inits and not s.arena_bytes]
+                if s.subgraph not in used and s.subgraph not in reached and not s.arena_bytes]
     if released:
-        notes.append(f"subgraph(s) {', '.join(map(str, released))}: no arena resident after the invokes "
-                     "(run by control flow and released, or never run)")
+        notes.append(f"subgraph(s) {', '.join(map(str, released))}: run by no listed signature, no arena")
     return terms, arenas, unknowns, notes
 
 
-def _init_subgraphs(model: Model, entries) -> set[int]:
-    """Subgraphs a ``CALL_ONCE`` of an entry subgraph runs (``init_subgraph_index``)."""
-    out = set()
-    for g in entries:
-        for op in model.subgraphs[g].operators:
-            idx = (op.options or {}).get("init_subgraph_index") if op.op_name == "CALL_ONCE" else None
-            if isinstance(idx, int) and 0 <= idx < len(model.subgraphs):
-                out.add(idx)
-    return out
 
+def cache_copies_in_arena(s) -> int:
+    """Bytes of the watched (KV-cache) tensors of subgraph memory ``s`` that LiteRT placed in its
+    arena, each address counted once (in-place DYNAMIC_UPDATE_SLICE shares its input's bytes).
+    They share the arena over time with everything else: this is no extra term."""
+    seen: dict[int, int] = {}
+    for _, where, nbytes, addr in s.watched:
+        if where == "arena-rw" and addr:
+            seen[addr] = max(seen.get(addr, 0), nbytes)
+    return sum(seen.values())
+
+
+def _reached(model: Model, entries) -> dict[int, str]:
+    """Subgraphs reached from the entry subgraphs through control flow -> how (first found)."""
+    from viewer.whatif.footprint import reachable_subgraphs
+
+    out: dict[int, str] = {}
+    for g in sorted(entries):
+        for idx, how in reachable_subgraphs(model, g):
+            out.setdefault(idx, how)
+    return out
 
 def _planned_terms(model: Model, keys, subgraphs) -> tuple[list[Term], dict, list[str]]:
     terms, arenas = [], {}
@@ -243,7 +270,11 @@ def deployment(model: Model, keys=None, *, measure: bool = True, timeout: float 
     if measure:
         from viewer.runtime.signatures import measure_signatures
 
-        probe = measure_signatures(model_path or model.path, keys, timeout=timeout)
+        watch: dict = {}
+        for c in caches:
+            for g, t in c.tensors:
+                watch.setdefault(g, []).append(t)
+        probe = measure_signatures(model_path or model.path, keys, timeout=timeout, watch=watch)
         if not probe.ok:
             unknowns.append(f"the signatures' arenas (not measured: {probe.error})")
             probe = None
@@ -268,7 +299,8 @@ def _overhead(probe, terms) -> Term:
     heap = probe.heap_final
     if heap is None:
         return Term("runtime overhead", 0, SOURCE_UNKNOWN, "the heap cannot be read (no glibc mallinfo2); 0 B counted")
-    inside = sum(t.bytes for t in terms if "held by the application" not in t.name)
+    inside = sum(t.bytes for t in terms if "held by the application" not in t.name
+                 and not t.name.endswith(_TRANSIENT))  # what the heap holds after the invokes
     method = (f"heap in use (glibc mallinfo2) after every signature ran minus before the interpreter "
               f"was built = {heap:,d} B, less the terms above (interpreter, kernel and resource state)")
     if heap < inside:

@@ -8,8 +8,8 @@ copied before it is freed. So after step k the buffer holds the largest plan of 
 during a step that grows it the old and the new block are both allocated.
 
 :func:`buffer_steps` states that rule on a list of planned sizes (no runtime: the window can
-show a session from our planner alone). :func:`session_steps` validates a sequence of input
-shapes against the model. :func:`session_report` puts a measured session
+show a session from our planner alone; :mod:`viewer.whatif.session_plan` parses and checks a
+session's steps and predicts them without the runtime). :func:`session_report` puts a measured session
 (:func:`viewer.runtime.session.measure_session`) beside our planner's replay of every step and
 counts, per step, what the process must hold; the session's high-water mark is the largest of
 those, and the verdict on a budget is taken there.
@@ -19,9 +19,8 @@ from __future__ import annotations
 
 import dataclasses
 from dataclasses import dataclass, field
-from typing import Mapping, Sequence
+from typing import Sequence
 
-from viewer.errors import WhatIfError
 from viewer.whatif.footprint import SOURCE_ESTIMATED, SOURCE_MEASURED, SOURCE_UNKNOWN, Term
 from viewer.whatif.verdict import total_bytes, verdict
 
@@ -94,71 +93,6 @@ def buffer_steps(needed: Sequence[int], start_held: int = 0) -> list[BufferStep]
     return out
 
 
-def session_steps(model, subgraph: int, steps: Sequence[Mapping[str | int, Sequence[int]]],
-                  ) -> list[dict[int, tuple[int, ...]]]:
-    """Check a session's input shapes against the model; ``{input position: shape}`` per step.
-
-    Parameters
-    ----------
-    model : viewer.model.types.Model
-    subgraph : int
-    steps : sequence of mapping
-        Per step ``{input name or position: shape}``; the key ``"*"`` means every input with a
-        dynamic dimension.
-
-    Raises
-    ------
-    viewer.errors.WhatIfError
-        One line naming the file: no step, a subgraph without a dynamic input, an unknown
-        input, a shape of the wrong rank, a dimension below 1, or a change to a dimension the
-        file fixes (LiteRT's ``ResizeInputTensorStrict`` refuses it).
-    """
-    sg = model.subgraph(subgraph)
-    where = f"{model.path}: subgraph {subgraph}"
-    inputs = [i for i in sg.inputs if i >= 0]
-    dynamic = [p for p, t in enumerate(inputs) if -1 in tuple(sg.tensors[t].shape_signature or ())]
-    if not dynamic:
-        raise WhatIfError(f"{where} has no input with a dynamic dimension (-1 in its "
-                          "shape_signature): every step would be the same; a session needs one")
-    if not steps:
-        raise WhatIfError(f"{model.path}: a session needs at least one step")
-    by_name = {sg.tensors[t].name: p for p, t in enumerate(inputs)}
-    out = []
-    for k, step in enumerate(steps):
-        resolved: dict[int, tuple[int, ...]] = {}
-        for key, shape in step.items():
-            for pos in (dynamic if key == "*" else [_input_position(where, key, by_name, len(inputs))]):
-                resolved[pos] = _checked_shape(where, k, sg.tensors[inputs[pos]], tuple(shape))
-        out.append(resolved)
-    return out
-
-
-def _input_position(where: str, key, by_name: dict, n: int) -> int:
-    if isinstance(key, int) or str(key).isdigit():
-        pos = int(key)
-        if not 0 <= pos < n:
-            raise WhatIfError(f"{where} has no input {pos} (it has {n}: 0..{n - 1})")
-        return pos
-    if key not in by_name:
-        raise WhatIfError(f"{where} has no input named {key!r}; inputs: {', '.join(by_name)}")
-    return by_name[key]
-
-
-def _checked_shape(where: str, k: int, tensor, shape: tuple[int, ...]) -> tuple[int, ...]:
-    sig = tuple(tensor.shape_signature or tensor.shape or ())
-    label = f"{where}, step {k + 1}, input {tensor.name!r} (shape_signature {list(sig)})"
-    if len(shape) != len(sig):
-        raise WhatIfError(f"{label}: shape {'x'.join(map(str, shape)) or '()'} has rank "
-                          f"{len(shape)}, the input has rank {len(sig)}")
-    for d, (s, want) in enumerate(zip(shape, sig)):
-        if s < 1:
-            raise WhatIfError(f"{label}: dimension {d} is {s}; dimensions must be at least 1")
-        if want != -1 and s != want:
-            raise WhatIfError(f"{label}: dimension {d} is fixed at {want} by the file, not {s} "
-                              "(only -1 dimensions can change)")
-    return tuple(int(s) for s in shape)
-
-
 @dataclass(frozen=True)
 class SessionStep:
     """One step of a session, measured by LiteRT and predicted by our planner.
@@ -178,7 +112,7 @@ class SessionStep:
     replay_exact : bool
         Our plan has LiteRT's size and every offset.
     needed_predicted : int or None
-        Ours without the runtime (:func:`plan_session`: inferred shapes, estimated kernel
+        Ours without the runtime (:func:`viewer.whatif.session_plan.plan_session`: inferred shapes, estimated kernel
         temporaries); None when not predicted.
     held, held_planned : int or None
         The buffer after the step: measured ``malloc_usable_size`` (None if not read) and
@@ -205,6 +139,8 @@ class SessionStep:
         What the process must hold at the step's worst instant; ``total`` adds the counted ones.
     total, total_planned : int
         Counted sum with the measured arena figures, and with ours in their place.
+    plan : Plan or None
+        Our replay's plan of the step (offsets of every arena tensor), for a chart of the step.
     """
 
     index: int
@@ -228,6 +164,7 @@ class SessionStep:
     total: int
     total_planned: int
     needed_predicted: int | None = None
+    plan: object = field(default=None, compare=False, repr=False)
 
     def as_dict(self) -> dict:
         return {
@@ -427,6 +364,7 @@ def _step(model, sg, run, s, r, b: BufferStep, prev_held: int, weights_mode: str
         b.request, moved_at_alloc or grew_in_invoke, grew_in_invoke, extra, extra_planned,
         s.peak_above_end_bytes, max(0, 2 * extra - (s.held_bytes or 0)) if extra else 0, len(s.dynamic), sum(d.nbytes for d in s.dynamic),
         s.dynamic_held_bytes, tuple(terms), total_bytes(terms), total_bytes(planned_terms),
+        plan=r.plan,
     )
 
 
@@ -456,7 +394,9 @@ def _terms(model, run, s, extra: int, weights_mode: str) -> list[Term]:
     persistent = sum(t.nbytes for t in s.probe.tensors
                      if t.region in (REGION_PERSISTENT, REGION_PERSISTENT_ARENA))
     pers = Term("persistent", persistent, SOURCE_MEASURED,
-                "kTfLiteArenaRwPersistent and kTfLitePersistentRo tensors' bytes")
+                "kTfLiteArenaRwPersistent and kTfLitePersistentRo tensors' bytes now (the persistent "
+                "arena's own buffer, which never shrinks either, is not read: after a larger step "
+                "it can hold more)")
     counted = (held or 0) + s.dynamic_held_bytes + persistent
     terms = [arena, growth, dyn, pers, _overhead(run, s, counted)]
     terms.append(Term("weights", int(model.weights_bytes), SOURCE_MEASURED,
@@ -477,81 +417,3 @@ def _overhead(run, s, counted: int) -> Term:
                 f"Pss_Anon after the step minus before the interpreter was built = {grown:,d} B, "
                 "less the arena, dynamic and persistent terms (interpreter and kernel state, and "
                 "the harness's and allocator's leftovers: an upper bound)")
-
-
-@dataclass(frozen=True)
-class PlannedStep:
-    """One step of a session from our side alone: our shape inference and ``litert`` planner.
-
-    Attributes
-    ----------
-    index : int
-    shapes : tuple of (str, tuple of int)
-    buffer : BufferStep
-        The step's planned arena and LiteRT's buffer rule applied to it, bytes.
-    estimated : bool
-        Shapes from our own inference (always, here: the runtime is not run).
-    """
-
-    index: int
-    shapes: tuple[tuple[str, tuple[int, ...]], ...]
-    buffer: BufferStep
-    estimated: bool = True
-
-    def as_dict(self) -> dict:
-        b = self.buffer
-        return {"step": self.index + 1, "shapes": {n: list(s) for n, s in self.shapes},
-                "arena_needed_bytes": b.needed, "arena_held_bytes": b.held, "grew": b.grew,
-                "during_growth_bytes": b.during_growth, "request_bytes": b.request}
-
-
-#: What a planned-only session leaves out, said on its numbers.
-PLANNED_ONLY_CAVEAT = ("estimated: our inferred shapes and kernel-temporary estimates, planned as "
-                       "one range by our litert planner; dynamic tensors, tensors sized by input "
-                       "values and LiteRT's planning in ranges during Invoke are left out")
-
-
-def plan_session(model, subgraph: int, steps: Sequence[Mapping[int, Sequence[int]]],
-                 planner: str = "litert") -> list[PlannedStep]:
-    """A session without the runtime: each step's arena planned at our inferred shapes.
-
-    Parameters
-    ----------
-    model : viewer.model.types.Model
-    subgraph : int
-    steps : sequence of mapping
-        ``{input position: shape}`` per step (from :func:`session_steps`).
-    planner : str
-        Registry name; ``litert`` re-states LiteRT's ArenaPlanner.
-
-    Returns
-    -------
-    list of PlannedStep
-        Lower bounds of what LiteRT plans (:data:`PLANNED_ONLY_CAVEAT`), with
-        :func:`buffer_steps` applied across them.
-
-    Raises
-    ------
-    viewer.errors.WhatIfError
-        A step our shape inference cannot take (the operator named).
-    """
-    from viewer.planning.registry import get_planner
-    from viewer.planning.types import DEFAULT_ALIGNMENT
-    from viewer.whatif.edits import WhatIfEdits, apply_edits
-    from viewer.whatif.tiling.plan import analyze_with_temporaries
-
-    sg = model.subgraph(subgraph)
-    inputs = [i for i in sg.inputs if i >= 0]
-    plan = get_planner(planner).func
-    needed, named = [], []
-    for step in steps:
-        edits = WhatIfEdits(input_shapes={int(p): tuple(int(d) for d in s) for p, s in step.items()})
-        try:
-            edited = apply_edits(model, subgraph, edits, shape_source="inferred")
-        except WhatIfError as e:
-            raise WhatIfError(f"step {len(needed) + 1}: {e}") from None
-        analysis, _ = analyze_with_temporaries(edited.subgraph)
-        needed.append(int(plan(analysis.problem(), DEFAULT_ALIGNMENT).arena_bytes))
-        named.append(tuple((sg.tensors[inputs[int(p)]].name, tuple(int(d) for d in s))
-                           for p, s in step.items()))
-    return [PlannedStep(k, named[k], b) for k, b in enumerate(buffer_steps(needed))]
