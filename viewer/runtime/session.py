@@ -19,6 +19,7 @@ old and new blocks are both allocated. Dynamic tensors (``kTfLiteDynamic``) are 
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import subprocess
@@ -148,6 +149,8 @@ class SessionRun:
     failed_step: int | None = None
     pss_anon_before_bytes: int | None = None
     notes: tuple[str, ...] = field(default=())
+    #: ``builtin`` (no default delegates, our planner's configuration) or ``default`` (XNNPACK).
+    resolver: str = "builtin"
 
 
 def _env() -> dict[str, str]:
@@ -233,6 +236,7 @@ def measure_session(
     *,
     check: bool = False,
     address_space: int = DEFAULT_ADDRESS_SPACE,
+    resolver: str = "builtin",
 ) -> SessionRun:
     """Run ``steps`` in one LiteRT interpreter of ``path`` and read the arena after each.
 
@@ -253,6 +257,9 @@ def measure_session(
     address_space : int
         Bytes of address space the LiteRT process may map (``RLIMIT_AS``; 0: no limit). A step
         needing more fails to allocate and ends the session there, saying so.
+    resolver : str
+        ``builtin`` (``BUILTIN_WITHOUT_DEFAULT_DELEGATES``) or ``default`` (the stock
+        interpreter: XNNPACK applied at the first ``AllocateTensors``).
 
     Returns
     -------
@@ -273,8 +280,10 @@ def measure_session(
         spec = json.dumps([{str(int(k)): [int(s) for s in v] for k, v in st.items()} for st in steps])
         with runtime_path(path) as child_path:
             raw = _run([child_path, "--subgraph", str(int(subgraph)), "--steps", spec,
-                        "--address-space", str(int(address_space))], shown, timeout)
-        run = _session_from_json(path, subgraph, raw, shown, address_space)
+                        "--address-space", str(int(address_space)), "--resolver", resolver],
+                       shown, timeout)
+        run = dataclasses.replace(_session_from_json(path, subgraph, raw, shown, address_space),
+                                  resolver=resolver)
     if check and not run.ok:
         raise RuntimeProbeError(run.error)
     return run
