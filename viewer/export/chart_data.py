@@ -15,6 +15,7 @@ from typing import Mapping
 
 import numpy as np
 
+from viewer.analysis._graph_arrays import no_gc
 from viewer.analysis.types import (
     KIND_ALIAS,
     KIND_INPUT,
@@ -254,6 +255,12 @@ def build_chart_data(
     """
     if color_by not in COLOR_MODES:
         raise UsageError(f"unknown colour mode {color_by!r}; use one of {', '.join(COLOR_MODES)}")
+    with no_gc():  # one tuple per tensor: at 100k the collector would walk the model each time
+        return _build_chart_data(analysis, plan, color_by, model_name, subgraph, note)
+
+
+def _build_chart_data(analysis: Analysis, plan: Plan, color_by: str, model_name: str,
+                      subgraph: int | None, note: str) -> ChartData:
     offsets = analysis.resolve_alias_offsets(plan.offsets)
     usages = [u for u in analysis.usages if u.alias_of is None] + [
         u for u in analysis.usages if u.alias_of is not None
