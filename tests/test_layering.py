@@ -73,8 +73,11 @@ def test_export_never_imports_ui():
 
 
 def test_document_imports_no_qt_even_indirectly():
-    """The document (state and background work) loads without PySide6/pyqtgraph."""
-    code = ("import sys, viewer.document, viewer.document.work; "
+    """Every module of the document (state, events, views, background work) loads without
+    PySide6/pyqtgraph in a fresh process."""
+    modules = ", ".join(f"viewer.document.{f.stem}" for f in sorted((ROOT / "document").glob("*.py"))
+                        if f.stem != "__init__")
+    code = (f"import sys, viewer.document, {modules}; "
             f"bad = [m for m in sys.modules if m.split('.')[0] in {QT!r}]; "
             "print(bad); sys.exit(1 if bad else 0)")
     r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)

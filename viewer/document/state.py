@@ -14,8 +14,7 @@ from __future__ import annotations
 
 import dataclasses
 import os
-from collections import defaultdict
-from typing import Any, Callable
+from typing import Any
 
 from viewer.document.work import (
     OPTIMAL,
@@ -29,9 +28,11 @@ from viewer.document.work import (
     compute_reorder,
     optimal_summary,
 )
+from viewer.document import views
+from viewer.document.events import EVENTS, VERBS, Callbacks
 from viewer.document.runtime_plan import runtime_plan_name
 from viewer.planning.types import DEFAULT_ALIGNMENT
-from viewer.whatif.edits import WhatIfEdits, edits_label
+from viewer.whatif.edits import WhatIfEdits
 
 #: Runtime targets a document can be planned and measured for.
 RUNTIMES = ("litert",)
@@ -40,57 +41,9 @@ OPTIMAL_TIME_LIMIT = 60.0
 #: Seconds the operator reorder search may run by default.
 REORDER_TIME_LIMIT = 10.0
 
-#: The callbacks a :class:`Document` calls, and their arguments.
-EVENTS = {
-    "work_requested": "(request, fn, kind): run fn(request, progress, cancelled), then receive()",
-    "model_changed": "(response): another model or subgraph is shown (edit controls reset)",
-    "shown": "(): the shown response, planner or temporaries view changed: redraw",
-    "planner_changed": "(name): another plan of the same response is shown",
-    "selection_changed": "(tensor or None)",
-    "edits_restored": "(edits or None): the edit controls go back to these, without re-planning",
-    "status": "(text): one line for the status bar",
-    "failed": "(kind, message): work failed (message is one line)",
-    "cancelled": "(kind): the work was cancelled; the view is unchanged",
-    "other_changed": "(response or None): the second model the compare view shows opened or closed",
-    "runtime_changed": "(runtime): the runtime target went back to the shown view's (a switch failed)",
-}
+_unedited = views.unedited
 
-#: What the status bar says while work of each kind runs ("Opening x.tflite…").
-VERBS = {"open": "Opening", "subgraph": "Analysing subgraph of",
-         "what-if": "Confirming what-if with the runtime for",
-         "what-if-estimate": "Estimating what-if for", "optimize": "Optimizing the arena of",
-         "reorder": "Reordering operators of", "other-model": "Opening for comparison"}
-
-
-class Callbacks:
-    """Named lists of plain callables (the document's way to say what changed)."""
-
-    def __init__(self, names):
-        self._names = frozenset(names)
-        self._callbacks: dict[str, list[Callable]] = defaultdict(list)
-
-    def connect(self, name: str, callback: Callable) -> None:
-        """Call ``callback(*args)`` on every :meth:`emit` of ``name``.
-
-        Raises
-        ------
-        KeyError
-            For a name the document does not emit.
-        """
-        if name not in self._names:
-            raise KeyError(f"no such document event {name!r}; one of {sorted(self._names)}")
-        self._callbacks[name].append(callback)
-
-    def disconnect(self, name: str, callback: Callable) -> None:
-        self._callbacks[name].remove(callback)
-
-    def emit(self, name: str, *args) -> None:
-        for cb in list(self._callbacks[name]):
-            cb(*args)
-
-
-def _unedited(edits: WhatIfEdits | None) -> bool:
-    return edits is None or edits.is_empty()
+__all__ = ["Callbacks", "Document", "EVENTS", "RUNTIMES", "VERBS"]
 
 
 class Document:
@@ -351,11 +304,29 @@ class Document:
             if os.environ.get("ARENA_VIEWER_DEBUG"):
                 raise
             vars(self).update(saved)
+            self._redraw_restored(resp)
             self.events.emit("failed", "show",
                              f"{resp.request.path}: cannot show the result: {type(e).__name__}: {e}")
             return
         if kind == "what-if-estimate" and isinstance(resp, AnalysisResponse) and not _unedited(resp.request.edits):
             self._submit(self._request(resp.request.edits), "what-if")  # the runtime confirms it
+
+    def _redraw_restored(self, failed) -> None:
+        """After showing ``failed`` raised part-way, the renderer draws the restored state
+        again: the model (``model_changed``, then its edit controls: ``edits_restored``) when
+        the failed response was another model's, and the view (``shown``), so title, chart and
+        panels are all the previous model's again. Nothing to draw when nothing was shown."""
+        full = self._full
+        if full is None or not isinstance(failed, AnalysisResponse):
+            return
+        try:
+            if failed.model is not full.model or failed.request.subgraph != full.request.subgraph:
+                self.events.emit("model_changed", full)
+                self.events.emit("edits_restored", self._edits)
+            self.events.emit("shown")
+        except Exception:  # the previous view cannot be drawn either: the failure is reported
+            if os.environ.get("ARENA_VIEWER_DEBUG"):
+                raise
 
     def _show(self, resp: AnalysisResponse) -> None:
         previous = self._full
@@ -503,126 +474,14 @@ class Document:
     # --- derived views ----------------------------------------------------------------------
 
     def compare_sides(self) -> tuple[Any, Any, str] | str:
-        """The compare view's two sides, like with like, or why there is nothing to compare.
-
-        Returns
-        -------
-        tuple or str
-            ``((analysis, plan, label), (analysis, plan, label), note)``: the baseline and the
-            shown response under the same planner (their smallest when one lacks it), both
-            with kernel temporaries or both without; or a one-line message.
-        """
-        resp, base = self.response, self._baseline
-        if resp is not None and self._other is not None:
-            return self._model_sides(resp, self._other)
-        if resp is None or base is None:
-            return "Open a model: the compare view shows its baseline beside the what-if."
-        # A storage-dtype what-if is planned without the runtime, so it has no temporaries.
-        with_t = self._with_temporaries and bool(resp.temporaries_shown)
-        note = "" if with_t or not self._with_temporaries or not base.has_temporaries else (
-            "both without kernel temporaries (the what-if was not measured)")
-        base = base.showing(with_t)
-        same = self._planner if self._planner in base.plans and self._planner in resp.plans else None
-        left, right = base.plans.get(same or base.best), resp.plans.get(same or resp.best)
-        if left is None or right is None:
-            return "No plan to compare."
-        name = os.path.basename(resp.model.path)
-        what = edits_label(resp.request.edits)
-        label = (f"what-if: {what}" if what
-                 else ("reordered" if resp.reorder is not None else f"shown: {name}"))
-        if resp.temporaries_estimated and with_t:
-            note = ("the what-if's kernel temporaries are estimated (the runtime cannot store "
-                    "tensors in another dtype)")
-        return (base.analysis, left, f"baseline: {name}"), (resp.analysis, right, label), note
-
-    def _model_sides(self, resp: AnalysisResponse, other: AnalysisResponse):
-        """This model (as shown) beside the other one: both with kernel temporaries or both
-        without, each under its smallest plan unless both have the shown planner."""
-        full = self._full
-        with_t = self._with_temporaries and full.has_temporaries and other.has_temporaries
-        which = "neither was" if not (full.has_temporaries or other.has_temporaries) else "one was not"
-        note = "" if with_t else f"both without kernel temporaries ({which} measured)"
-        mine, theirs = full.showing(with_t), other.showing(with_t)
-        same = self._planner if self._planner in mine.plans and self._planner in theirs.plans else None
-        left, right = mine.plans.get(same or mine.best), theirs.plans.get(same or theirs.best)
-        if left is None or right is None:
-            return "No plan to compare."
-        name = os.path.basename(resp.model.path)
-        what = edits_label(resp.request.edits)
-        if what:  # the edit is this model's: the other is compared as stored
-            note = "; ".join(n for n in (
-                f"the what-if ({what}) is applied to {name} only; "
-                f"{os.path.basename(other.model.path)} is as stored", note) if n)
-        return ((mine.analysis, left, f"{name}" + (f" — what-if: {what}" if what else "")),
-                (theirs.analysis, right, f"other: {os.path.basename(other.model.path)}"), note)
+        """The compare view's two sides; see :func:`viewer.document.views.compare_sides`."""
+        return views.compare_sides(self)
 
     def temporary_shapes(self) -> dict[int, tuple[tuple[int, ...], str]]:
-        """Shape and dtype of each kernel temporary shown (runtime tensor id -> ``(shape,
-        dtype)``), for the shown view; empty when none are shown.
-
-        Measured: the runtime's own. Under a storage what-if the runtime cannot run, the
-        temporaries are the ones measured at the file's types, rescaled
-        (:mod:`viewer.whatif.footprint`): the measured shape, with the dtype whose element size
-        the rescaled bytes imply, marked "(estimated)"; a temporary whose bytes no longer divide
-        by its shape (shapes changed too) is left out (shown as "-").
-        """
-        resp = self.response
-        if resp is None or not resp.temporaries_shown:
-            return {}
-        probe = getattr(resp, "probe", None)
-        if probe is not None and getattr(probe, "ok", False):
-            return {tp.id: (tuple(int(d) for d in (probe.tensors[tp.id].shape or ())),
-                            str(probe.tensors[tp.id].dtype))
-                    for tp in getattr(probe, "arena_temporaries", ()) or ()}
-        fp = getattr(resp, "footprint", None)
-        probe = getattr(fp, "probe", None)
-        if probe is None or not getattr(probe, "ok", False):
-            return {}
-        return _estimated_temporary_shapes(resp.analysis, probe)
+        """Shape and dtype of each kernel temporary shown; see
+        :func:`viewer.document.views.temporary_shapes`."""
+        return views.temporary_shapes(self.response)
 
     def edits_report(self) -> dict | None:
         """The shown edits as the JSON report's ``edits`` object, or None when unedited."""
-        resp = self._full
-        if resp is None or _unedited(resp.request.edits):
-            return None
-        e = resp.request.edits
-        return {"input_shapes": {str(k): list(v) for k, v in e.input_shapes.items()},
-                "batch": e.batch, "activation_dtype": e.activation_dtype,
-                "tensor_dtypes": {str(k): v for k, v in e.tensor_dtypes.items()},
-                "rescale_fixed_sizes": bool(e.rescale_fixed_sizes)}
-
-
-def _estimated_temporary_shapes(analysis, probe) -> dict[int, tuple[tuple[int, ...], str]]:
-    """Rescaled temporaries (:meth:`Document.temporary_shapes`): the shape the runtime measured
-    at the file's types and the dtype of the rescaled element size, "(estimated)"."""
-    import math
-
-    from viewer.model.dtypes import BITS
-
-    sizes: dict[int, list[str]] = {}
-    for name, bits in BITS.items():
-        if bits and bits % 8 == 0:
-            sizes.setdefault(bits // 8, []).append(name)
-    sg = analysis.subgraph
-    out = {}
-    for u in analysis.usages:
-        if u.tensor not in analysis.temporaries_ops or u.tensor >= len(probe.tensors):
-            continue
-        rt = probe.tensors[u.tensor]
-        shape = tuple(int(d) for d in (rt.shape or ()))
-        n = math.prod(shape) if shape else 0
-        if n <= 0 or u.nbytes % n:
-            continue
-        elem = u.nbytes // n
-        if BITS.get(str(rt.dtype), 0) == 8 * elem:
-            out[u.tensor] = (shape, str(rt.dtype))
-            continue
-        # The dtype of its operator's (edited) input with that element size, else any.
-        op = sg.operators[u.first_op] if 0 <= u.first_op < len(sg.operators) else None
-        x = op.inputs[0] if op is not None and op.inputs and op.inputs[0] >= 0 else None
-        given = sg.tensors[x].dtype if x is not None and x < len(sg.tensors) else None
-        names = sizes.get(elem, [])
-        dtype = given if given in names else (names[0] if names else None)
-        if dtype is not None:
-            out[u.tensor] = (shape, f"{dtype} (estimated)")
-    return out
+        return views.edits_report(self._full)

@@ -386,63 +386,12 @@ def _random_inputs(interp, seed: int = 0):
 
 
 def measure(path: str, runs: int, resolver: str) -> dict:
-    import numpy  # noqa: F401  (imported before the baseline, like the runtime itself)
-    from ai_edge_litert import interpreter  # noqa: F401
+    """The ``measure`` mode: :func:`viewer.runtime._child_measure.measure` with this module's
+    functions (not imported there a second time: this module runs as ``__main__``)."""
+    from viewer.runtime._child_measure import measure as run
 
-    base_status, base_roll = _status(), _smaps_rollup()
-    f0 = _faults()
-    t0 = time.perf_counter()
-    interp = _make_interpreter(path, resolver)
-    _hook("loaded")
-    interp.allocate_tensors()
-    _hook("allocated")
-    _hook("measured")
-    f1 = _faults()
-    t1 = time.perf_counter()
-    after_alloc = _status()
-    _random_inputs(interp)
-    interp.invoke()
-    f2 = _faults()
-    t2 = time.perf_counter()
-    for k in range(max(runs - 1, 0)):
-        _random_inputs(interp, seed=k + 1)
-        interp.invoke()
-    f3 = _faults()
-    t3 = time.perf_counter()
-    roll = _smaps_rollup()
-    status = _status()  # read last: the high-water mark then bounds the Rss read before it
-    linux = bool(status) and bool(roll)
-
-    def g(d, k):
-        return d.get(k) if linux else None
-
-    return {
-        "ok": True,
-        "resolver": resolver,
-        "runs": runs,
-        "vmhwm_bytes": g(status, "VmHWM"),
-        "rss_bytes": g(roll, "Rss"),
-        "pss_anon_bytes": g(roll, "Pss_Anon"),
-        "pss_file_bytes": g(roll, "Pss_File"),
-        "anonymous_bytes": g(roll, "Anonymous"),
-        "model_mapping_rss_bytes": _mapping_rss(path) if linux else None,
-        "baseline": {
-            "vmhwm_bytes": g(base_status, "VmHWM"), "rss_bytes": g(base_roll, "Rss"),
-            "pss_anon_bytes": g(base_roll, "Pss_Anon"), "pss_file_bytes": g(base_roll, "Pss_File"),
-            "anonymous_bytes": g(base_roll, "Anonymous"),
-        },
-        "after_allocate_rss_bytes": g(after_alloc, "VmRSS"),
-        "minor_faults_load": _delta(f0, f1, 0),
-        "major_faults_load": _delta(f0, f1, 1),
-        "minor_faults_first_run": _delta(f1, f2, 0),
-        "major_faults_first_run": _delta(f1, f2, 1),
-        "minor_faults_later_runs": _delta(f2, f3, 0) if runs > 1 else None,
-        "major_faults_later_runs": _delta(f2, f3, 1) if runs > 1 else None,
-        "seconds_load": t1 - t0,
-        "seconds_first_run": t2 - t1,
-        "seconds_later_runs": t3 - t2 if runs > 1 else None,
-        "litert_version": _litert_version(),
-    }
+    return run(path, runs, resolver, hook=_hook, make_interpreter=_make_interpreter,
+               litert_version=_litert_version)
 
 
 def baseline() -> dict:

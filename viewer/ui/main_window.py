@@ -72,6 +72,10 @@ class MainWindow(QMainWindow):
             measure = str(self.settings.value("measure", "true")).lower() == "true"
         self.document = Document(measure=bool(measure))
         self.setWindowTitle(APP_NAME)
+        self._title = APP_NAME
+        self._title_timer = QTimer(self)  # see _retitle
+        self._title_timer.setSingleShot(True)
+        self._title_timer.timeout.connect(self._on_title_timer_timeout)
         self.setAcceptDrops(True)
         self.resize(DEFAULT_SIZE)
         self.setMinimumSize(640, 480)  # below this the docks paint over each other
@@ -313,11 +317,27 @@ class MainWindow(QMainWindow):
         self._show_plan()
         self._on_document_selection_changed(doc.selected)
         self.chart.set_tensor_dtypes(doc.edits.tensor_dtypes if doc.edits is not None else {})
-        self.setWindowTitle(f"{os.path.basename(resp.model.path)} — {APP_NAME}")
         window_actions.update_actions(self)
         window_actions.update_subgraph_menu(self)
         self._update_compare_view()
+        self._retitle(f"{os.path.basename(resp.model.path)} — {APP_NAME}")
         self.view_changed.emit()
+
+    def _retitle(self, title: str) -> None:
+        """Name the shown model in the title bar once its content is on screen.
+
+        The window manager draws a new title at once, while our widgets paint only when the
+        event loop comes back (seconds later on a loaded machine: the title named the new model
+        over the old one's chart). A zero-interval timer fires after the events already posted,
+        the layouts and the repaint of the new content among them.
+        """
+        self._title = title
+        if title == self.windowTitle():
+            return
+        self._title_timer.start(0)
+
+    def _on_title_timer_timeout(self) -> None:
+        self.setWindowTitle(self._title)
 
     def _on_document_other_changed(self, other) -> None:
         """A second model opened (the compare view shows it) or closed (back to the baseline)."""
