@@ -59,6 +59,7 @@ def test_measure_json_keys_and_high_water_mark(tmp_path, capsys):
             # few pages (one flaky run here).
             assert proc["vmhwm_bytes"] >= proc["rss_bytes"] - (256 << 10) and proc["rss_bytes"] > 0
             assert proc["minor_faults_later_runs"] is not None
+        assert r["split"]["xnnpack_added_by_model_bytes"] >= 0
         c = r["cgroup"]
         peak = max(r["process"]["vmhwm_bytes"], r["xnnpack"]["vmhwm_bytes"])
         assert peak < c["memory_high"] < c["memory_max"]

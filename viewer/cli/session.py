@@ -57,6 +57,15 @@ def add_parser(sub) -> None:
                    help="predict only, without running LiteRT: our inferred shapes, estimated "
                         "kernel temporaries and our litert planner (dynamic tensors and the "
                         "runtime overhead are then left out: a fit cannot be told)")
+    p.add_argument("--delegates", choices=("none", "default"), default="none",
+                   help="none (LiteRT without default delegates, XNNPACK off: the arena our "
+                        "planner re-states) or default (a stock interpreter, XNNPACK on: LiteRT's "
+                        "CPU arena beside the delegate, whose memory counts in the runtime "
+                        "overhead and the delegate transient; no planner figures)")
+    p.add_argument("--memory-limit", default="8GiB", metavar="SIZE",
+                   help="address space the LiteRT process may map (RLIMIT_AS; default 8GiB): a "
+                        "step that needs more fails to allocate and ends the session there, "
+                        "instead of driving the machine into swap")
     p.add_argument("--timeout", type=float, default=300.0, metavar="S",
                    help="seconds for the whole session before the LiteRT process is killed")
     p.add_argument("--json", action="store_true", help="print one JSON object instead of lines")
@@ -99,15 +108,27 @@ def run(args: argparse.Namespace) -> int:
         raise UsageError(f"--budget {args.budget}: a device budget must be more than 0 bytes")
     if not (args.timeout > 0):
         raise UsageError(f"--timeout {args.timeout:g}: need a positive number of seconds")
+    address_space = parse_size(args.memory_limit)
+    if address_space < 256 << 20:
+        raise UsageError(f"--memory-limit {args.memory_limit}: LiteRT's process needs at least "
+                         "256 MiB of address space to start")
     resolve_signature(args)
     model = load_model(args.model)
     raw = (batch_steps(model, args.subgraph, args.batches) if args.batches is not None
            else parse_steps(args.steps))
     steps = session_steps(model, args.subgraph, raw)
-    predicted, why = _predict(model, args.subgraph, steps)
+    delegated = args.delegates == "default"
+    if delegated and not args.measure:
+        raise UsageError("--delegates default needs the runtime: our planner re-states LiteRT's "
+                         "CPU arena without delegates (drop --no-measure)")
+    predicted, why = ((None, "our planner re-states LiteRT's CPU arena without delegates, and "
+                             "this session runs with them (--delegates default)") if delegated
+                      else _predict(model, args.subgraph, steps))
     if not args.measure:
         return _run_planned(args, model, predicted, why, limit)
-    run_ = measure_session(model.path, steps, args.subgraph, args.timeout)
+    run_ = measure_session(model.path, steps, args.subgraph, args.timeout,
+                           address_space=address_space,
+                           resolver="default" if delegated else "builtin")
     if not run_.ok:  # the prediction stands in, and says so; never a "fits"
         rc = (_run_planned(args, model, predicted, why, limit, failed=run_.error)
               if predicted is not None else EXIT_CODES[VERDICT_CANNOT_TELL])
@@ -120,7 +141,7 @@ def run(args: argparse.Namespace) -> int:
         print(f"arena-viewer: cannot tell: {e}", file=sys.stderr)
         return EXIT_CODES[VERDICT_CANNOT_TELL]
     if args.json:
-        print(json.dumps({"command": "session", "configuration": CONFIGURATION, **rep.as_dict(),
+        print(json.dumps({"command": "session", "configuration": _configuration(args), **rep.as_dict(),
                           "prediction_error": why or None}, indent=1))
     else:
         for line in report_lines(rep):
@@ -132,6 +153,12 @@ def run(args: argparse.Namespace) -> int:
     if rep.verdict is not None:
         return EXIT_CODES[rep.verdict]
     return EXIT_CODES[VERDICT_CANNOT_TELL] if rep.error else 0
+
+
+def _configuration(args) -> str:
+    if getattr(args, "delegates", "none") == "default":
+        return "LiteRT with its default delegates (XNNPACK on), one interpreter for every step"
+    return CONFIGURATION
 
 
 def _predict(model, subgraph: int, steps) -> tuple[list | None, str]:
@@ -210,23 +237,32 @@ _VERDICT_TEXT = {VERDICT_FITS: "fits", "does_not_fit": "DOES NOT FIT",
 def report_lines(rep) -> list[str]:
     """The text report of a :class:`~viewer.whatif.session.SessionReport`."""
     n = len(rep.steps)
-    out = [f"{rep.path} subgraph {rep.subgraph}: session of {n} step{'s' if n != 1 else ''} in one "
-           "LiteRT interpreter (without default delegates); plan needs: LiteRT measured / our "
-           "litert planner's replay / our prediction without the runtime; held: LiteRT's block / "
-           "our buffer rule's request"]
+    head = f"{rep.path} subgraph {rep.subgraph}: session of {n} step{'s' if n != 1 else ''} in one "
+    if rep.resolver == "builtin":
+        head += ("LiteRT interpreter (without default delegates); plan needs: LiteRT measured / our "
+                 "litert planner's replay / our prediction without the runtime; held: LiteRT's "
+                 "block / our buffer rule's request")
+    else:
+        head += ("LiteRT interpreter with its default delegates (XNNPACK on); plan needs and held: "
+                 "LiteRT's CPU arena, measured (the delegate's own memory is in the runtime "
+                 "overhead and the delegate transient)")
+    out = [head]
     for s in rep.steps:
         grew = (" grew" + (" during Invoke" if s.grew_during_invoke else "")
                 + f" (+{s.growth_extra:,d} B old buffer while copied)") if s.grew else ""
-        same = "" if s.replay_exact else " [replay differs]"
+        same = " [replay differs]" if s.replay_exact is False else ""
         out.append(f"  step {s.index + 1}: {_shape_text(s.shapes)}")
+        ours = "" if s.needed_planned is None else f" / {s.needed_planned:,d}"
         pred = "" if s.needed_predicted is None else f" / {s.needed_predicted:,d}"
-        out.append(f"    plan needs {s.needed:,d} / {s.needed_planned:,d}{pred} B{same}; held "
-                   f"{_b(s.held)} / {s.request_planned:,d} B{grew}; dynamic tensors {s.dynamic_count} "
+        req = "" if s.request_planned is None else f" / {s.request_planned:,d} B"
+        out.append(f"    plan needs {s.needed:,d}{ours}{pred} B{same}; held "
+                   f"{_b(s.held)}{req}{grew}; dynamic tensors {s.dynamic_count} "
                    f"({s.dynamic_held:,d} B held); total {_b(s.total)}")
     if rep.high_water_step is not None:
         hw = rep.steps[rep.high_water_step]
-        out.append(f"high-water mark: step {hw.index + 1}, {_b(hw.total)} (with our planner's "
-                   f"arena figures {_b(hw.total_planned)})")
+        ours = ("" if hw.total_planned is None else
+                f" (with our planner's arena figures {_b(hw.total_planned)})")
+        out.append(f"high-water mark: step {hw.index + 1}, {_b(hw.total)}{ours}")
         for t in hw.terms:
             if not t.bytes and t.name in ("arena growth", "persistent", "dynamic tensors"):
                 continue

@@ -98,7 +98,8 @@ class SessionStep:
     """One step of a session, measured by LiteRT and predicted by our planner.
 
     Every size is in bytes. ``*_planned`` figures come from our ``litert`` planner replayed on
-    the runtime's own tensors and kernel temporaries of this step, and :func:`buffer_steps`.
+    the runtime's own tensors and kernel temporaries of this step, and :func:`buffer_steps`;
+    they are None under a delegate (the planner re-states LiteRT's CPU arena without one).
 
     Attributes
     ----------
@@ -146,15 +147,15 @@ class SessionStep:
     index: int
     shapes: tuple[tuple[str, tuple[int, ...]], ...]
     needed: int
-    needed_planned: int
-    replay_exact: bool
+    needed_planned: int | None
+    replay_exact: bool | None
     held: int | None
-    held_planned: int
-    request_planned: int
+    held_planned: int | None
+    request_planned: int | None
     grew: bool
     grew_during_invoke: bool
     growth_extra: int
-    growth_extra_planned: int
+    growth_extra_planned: int | None
     peak_above_end: int | None
     peak_above_end_planned: int
     dynamic_count: int
@@ -162,7 +163,7 @@ class SessionStep:
     dynamic_held: int
     terms: tuple[Term, ...]
     total: int
-    total_planned: int
+    total_planned: int | None
     needed_predicted: int | None = None
     plan: object = field(default=None, compare=False, repr=False)
 
@@ -218,6 +219,8 @@ class SessionReport:
     unknowns: tuple[str, ...] = ()
     error: str = ""
     notes: tuple[str, ...] = field(default=())
+    #: The interpreter's configuration: ``builtin`` (no default delegates) or ``default``.
+    resolver: str = "builtin"
 
     @property
     def high_water_bytes(self) -> int | None:
@@ -227,7 +230,8 @@ class SessionReport:
     @property
     def high_water_planned_bytes(self) -> int | None:
         """The largest step total with our planner's arena figures, bytes."""
-        return max((s.total_planned for s in self.steps), default=None)
+        got = [s.total_planned for s in self.steps if s.total_planned is not None]
+        return max(got, default=None)
 
     @property
     def warm_up_bytes(self) -> int | None:
@@ -287,8 +291,10 @@ def session_report(model, run, *, limit: int | None = None, weights_mode: str = 
     if not run.ok:
         raise RuntimeProbeError(run.error)
     sg = model.subgraph(run.subgraph)
-    replays = [replay(model, s.probe) for s in run.steps]
-    planned = buffer_steps([r.arena_bytes for r in replays])
+    delegated = getattr(run, "resolver", "builtin") != "builtin"
+    replays = [None if delegated else replay(model, s.probe) for s in run.steps]
+    planned = (buffer_steps([r.arena_bytes for r in replays]) if not delegated
+               else [None] * len(run.steps))
     steps, prev_held = [], 0
     for s, r, b in zip(run.steps, replays, planned):
         step = _step(model, sg, run, s, r, b, prev_held, weights_mode)
@@ -304,7 +310,8 @@ def session_report(model, run, *, limit: int | None = None, weights_mode: str = 
     elif limit is not None:
         result = "cannot_tell"
     return SessionReport(run.path, run.subgraph, tuple(steps), high, limit, result,
-                         tuple(unknowns), run.error, tuple(run.notes) + _notes(steps))
+                         tuple(unknowns), run.error, tuple(run.notes) + _notes(steps),
+                         getattr(run, "resolver", "builtin"))
 
 
 def _unknowns(model, run, steps, other_signatures: str) -> list[str]:
@@ -331,7 +338,7 @@ def _notes(steps) -> tuple[str, ...]:
     off = [s.index + 1 for s in steps if s.needed_predicted is not None and s.needed_predicted != s.needed]
     if off:
         out.append(f"our prediction without the runtime differs from LiteRT's arena at step(s) {off}")
-    inexact = [s.index + 1 for s in steps if not s.replay_exact]
+    inexact = [s.index + 1 for s in steps if s.replay_exact is False]
     if inexact:
         out.append(f"our litert planner did not reproduce LiteRT's arena byte for byte at step(s) "
                    f"{inexact}: the planned figures there are ours, the verdict uses LiteRT's")
@@ -352,19 +359,24 @@ def _step(model, sg, run, s, r, b: BufferStep, prev_held: int, weights_mode: str
         extra = max(extra, prev_held)
     if grew_in_invoke:
         extra = max(extra, s.held_after_allocate_bytes or 0)
-    extra_planned = (b.during_growth - b.held) if b.grew else 0
     shapes = tuple((sg.tensors[t].name if 0 <= t < len(sg.tensors) else str(t), shape)
                    for t, shape in s.shapes)
     terms = _terms(model, run, s, extra, weights_mode)
+    resident = max(0, 2 * extra - (s.held_bytes or 0)) if extra else 0
+    grew = moved_at_alloc or grew_in_invoke
+    dyn = (len(s.dynamic), sum(d.nbytes for d in s.dynamic), s.dynamic_held_bytes)
+    if r is None or b is None:  # under a delegate: LiteRT's figures only
+        return SessionStep(s.index, shapes, s.needed_bytes, None, None, s.held_bytes, None, None,
+                           grew, grew_in_invoke, extra, None, s.peak_above_end_bytes, resident,
+                           *dyn, tuple(terms), total_bytes(terms), None)
+    extra_planned = (b.during_growth - b.held) if b.grew else 0
     planned_terms = [Term(t.name, b.request if t.name == "tensor arena" else
                           extra_planned if t.name == "arena growth" else t.bytes,
                           t.source, t.method, t.counted) for t in terms]
     return SessionStep(
         s.index, shapes, s.needed_bytes, r.arena_bytes, r.exact, s.held_bytes, b.held,
-        b.request, moved_at_alloc or grew_in_invoke, grew_in_invoke, extra, extra_planned,
-        s.peak_above_end_bytes, max(0, 2 * extra - (s.held_bytes or 0)) if extra else 0, len(s.dynamic), sum(d.nbytes for d in s.dynamic),
-        s.dynamic_held_bytes, tuple(terms), total_bytes(terms), total_bytes(planned_terms),
-        plan=r.plan,
+        b.request, grew, grew_in_invoke, extra, extra_planned, s.peak_above_end_bytes, resident,
+        *dyn, tuple(terms), total_bytes(terms), total_bytes(planned_terms), plan=r.plan,
     )
 
 
@@ -399,6 +411,8 @@ def _terms(model, run, s, extra: int, weights_mode: str) -> list[Term]:
                 "it can hold more)")
     counted = (held or 0) + s.dynamic_held_bytes + persistent
     terms = [arena, growth, dyn, pers, _overhead(run, s, counted)]
+    if getattr(run, "resolver", "builtin") != "builtin":
+        terms.insert(2, _delegate_transient(s, extra))
     terms.append(Term("weights", int(model.weights_bytes), SOURCE_MEASURED,
                       "constant buffers in the model file, " + (
                           "copied into RAM" if weights_mode == "copied"
@@ -407,13 +421,27 @@ def _terms(model, run, s, extra: int, weights_mode: str) -> list[Term]:
     return terms
 
 
+def _delegate_transient(s, extra: int) -> Term:
+    """Under a delegate: what the step's RSS peaked above its end beyond the arena's copy (a
+    delegate's workspace, reallocated as the shapes grow, is copied or rebuilt the same way)."""
+    peak = s.peak_above_end_bytes
+    if peak is None:
+        return Term("delegate transient", 0, SOURCE_UNKNOWN,
+                    "VmHWM could not be reset per step (/proc/self/clear_refs); 0 B counted")
+    return Term("delegate transient", max(0, peak - extra), SOURCE_MEASURED,
+                f"the process's RSS peaked {peak:,d} B above the step's end (VmHWM reset before "
+                "the step), less the arena growth term")
+
+
 def _overhead(run, s, counted: int) -> Term:
     before, after = run.pss_anon_before_bytes, s.pss_anon_bytes
     if before is None or after is None:
         return Term("runtime overhead", 0, SOURCE_UNKNOWN,
                     "Pss_Anon not readable here (/proc/self/smaps_rollup); 0 B counted")
     grown = after - before
+    delegate = ("; with the default delegates (XNNPACK) also their packed weights and workspace"
+                if getattr(run, "resolver", "builtin") != "builtin" else "")
     return Term("runtime overhead", max(0, grown - counted), SOURCE_ESTIMATED,
                 f"Pss_Anon after the step minus before the interpreter was built = {grown:,d} B, "
                 "less the arena, dynamic and persistent terms (interpreter and kernel state, and "
-                "the harness's and allocator's leftovers: an upper bound)")
+                f"the harness's and allocator's leftovers: an upper bound{delegate})")
