@@ -47,6 +47,11 @@ def test_xnnpack_check_names_every_delegate_term(capsys):
     assert not without["counted"] and without["bytes"] == plain["measured_arena_bytes"]
     assert r["arena_bytes"] < without["bytes"]
     assert r["used_bytes"] == sum(x["bytes"] for x in r["terms"] if x["counted"])
+    assert t["delegate: XNNPACK setup"]["margin_bytes"] > 0 and t["tensor arena"]["margin_bytes"] == 0
+    # a "fits" inside the Pss measurements' stated margin is "cannot tell", as without a delegate
+    rc, out, _ = _run(capsys, p, "--budget", str(r["used_bytes"] + 4096), "--delegates", "default", "--json")
+    near = json.loads(out)
+    assert rc == 3 and any("margin" in u for u in near["unknowns"]), near["unknowns"]
 
 
 @pytest.mark.shared

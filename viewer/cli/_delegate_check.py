@@ -23,7 +23,8 @@ from viewer.units import parse_size
 from viewer.whatif.budget import WEIGHTS_MODES
 from viewer.whatif.delegate_terms import DelegateAccount, comparison_term, delegate_account
 from viewer.whatif.footprint import SOURCE_MEASURED, SOURCE_UNKNOWN, Term
-from viewer.whatif.verdict import EXIT_CODES, VERDICT_CANNOT_TELL, VERDICT_FITS, total_bytes, verdict
+from viewer.whatif.verdict import (EXIT_CODES, VERDICT_CANNOT_TELL, VERDICT_FITS, margin_unknown,
+                                   total_bytes, verdict)
 
 
 def add_delegate_args(p: argparse.ArgumentParser) -> None:
@@ -136,6 +137,9 @@ def run_delegate_check(args: argparse.Namespace, spec: DelegateSpec) -> int:
     account, unknowns, why = _measure(model, spec, edits, fp, args.timeout)
     terms = _budget_terms(account, spec, fp, args.weights, why)
     used = total_bytes(terms)
+    within = margin_unknown(terms, used, limit)
+    if within:  # a "fits" the measurement's own margin could turn: not a bare "fits"
+        unknowns.append(within)
     result = verdict(used, limit, unknowns)
     weights_counted = int(fp.weights_bytes) if args.weights == "copied" else 0
     split, args._delegate_largest, per = _batch_answer(args, model, spec, edits, account, limit,
@@ -210,7 +214,8 @@ class _Batches:
             self.refused = self.refused or f"the model cannot take batch {k}: {msg}"
             return None
         self.measured[k] = m
-        return delegate_account(m).counted_bytes + self.weights
+        a = delegate_account(m)
+        return a.counted_bytes + a.margin_bytes + self.weights  # fits only with its margin
 
 
 def _batch_answer(args, model, spec, edits, account, limit: int, used: int, weights_counted: int,
@@ -236,11 +241,12 @@ def _batch_answer(args, model, spec, edits, account, limit: int, used: int, weig
     nxt = runs.total_at(b + 1)
     if nxt is None:
         return batch_split(account, b, None, runs.refused), (None, runs.refused), None
-    per = max(0, nxt - used)
-    found = search(runs.total_at, limit, {b: used, b + 1: nxt})
+    per = max(0, nxt - used - account.margin_bytes)
+    found = search(runs.total_at, limit, {b: used + account.margin_bytes, b + 1: nxt})
     top = max(runs.measured)  # the farthest measured batch gives the split's line
     split = batch_split(account, b, runs.measured[top], at=top)
-    reason = found.reason if found.largest is not None or not runs.refused else runs.refused
+    reason = (found.reason.replace("within the limit", "within the limit with its stated margin", 1)
+              if found.largest is not None or not runs.refused else runs.refused)
     if found.largest is not None and runs.refused and found.confirmed and found.totals.get(found.largest + 1) is None:
         reason += f"; {runs.refused}"
     return split, (found.largest, reason), per
@@ -334,7 +340,8 @@ def _print_lines(r: dict, terms, account) -> None:
             lead, name = "    of which ", t.name.split(" setup: ", 1)[-1]
         elif not t.counted:
             name += " (not counted)"
-        out(f"  {lead}{name}: {_b(t.bytes)}  [{t.source}: {t.method}]")
+        margin = f" ±{t.margin:,d} B" if t.margin else ""
+        out(f"  {lead}{name}: {_b(t.bytes)}  [{t.source}{margin}: {t.method}]")
     bound = " (a lower bound: something is unknown)" if r["unknowns"] else ""
     out(f"  = used: {_b(r['used_bytes'])} of {_b(r['limit_bytes'])}{bound}")
     head = r["headroom_bytes"]
