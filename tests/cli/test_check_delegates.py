@@ -91,6 +91,12 @@ def test_delegate_flags_that_conflict_are_refused(capsys, tmp_path):
     rc, _, err = _run(capsys, "m.tflite", "--budget", "8MiB", "--delegates", "default",
                       "--delegate-library", str(tmp_path))
     assert rc == 2 and "give one delegate" in err
+    for extra, said in ((["--runtime", "tflm"], "no delegates"),
+                        (["--signatures", "all"], "--signatures"),
+                        (["--no-measure"], "--no-measure"),
+                        (["--activation-dtype", "float16"], "storage")):
+        rc, _, err = _run(capsys, "m.tflite", "--budget", "8MiB", "--delegates", "default", *extra)
+        assert rc == 2 and said in err and err.count("\n") == 1, err
 
 
 from delegate_library import hold_delegate  # noqa: E402,F401  (the fixture)

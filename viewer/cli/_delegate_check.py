@@ -73,10 +73,14 @@ _REFUSED = (
     ("find_resolution", False, "--find-resolution searches without a delegate"),
     ("runtime_overhead", None, "--runtime-overhead: under a delegate every term is measured"),
     ("signature", None, "--signature: the delegate is measured on subgraph 0"),
+    ("signatures", None, "--signatures counts a deployment without a delegate"),
+    ("context_length", None, "--context-length counts a deployment without a delegate"),
 )
 
 
 def _refuse_unsupported(args, edits) -> None:
+    if getattr(args, "runtime", "litert") != "litert":
+        raise UsageError("--runtime tflm has no delegates; drop the delegate flags")
     for attr, default, why in _REFUSED:
         if getattr(args, attr, default) not in (default, [], ()):
             raise UsageError(f"{why}; drop it or the delegate flags")
