@@ -178,11 +178,17 @@ def test_resource_handle_is_persistent_and_read_variable_output_dynamic():
                 [("VAR_HANDLE", [], [1]), ("READ_VARIABLE", [1], [2]), ("MUL", [2, 0], [3])],
                 [0], [3])
     handle = Tensor(1, "v", (), (), "resource", 4, flags=frozenset({FLAG_RESOURCE}))
-    tensors = (base.tensors[0], handle, *base.tensors[2:])
+    scalar_read = Tensor(2, "t2", (), (), "float32", 4)  # the file gives the output no dims
+    tensors = (base.tensors[0], handle, scalar_read, base.tensors[3])
     sg = Subgraph(0, "main", tensors, base.operators, base.inputs, base.outputs)
     an = analyze(sg)
     assert an.outside[1] == OUT_RESOURCE and an.outside[2] == OUT_DYNAMIC_OUTPUT
     assert spans(an) == {0: (0, 2), 3: (2, 2)}
+    # A ranked READ_VARIABLE output stays in the arena (read_variable.cc: dynamic only when
+    # dims->size == 0; measured on tests/decoder_builder.py's resource-variable decoder).
+    ranked = Subgraph(0, "main", (base.tensors[0], handle, *base.tensors[2:]), base.operators,
+                      base.inputs, base.outputs)
+    assert spans(analyze(ranked)) == {0: (0, 2), 2: (1, 2), 3: (2, 2)}
     # A resource handle passed in as a graph input is an ordinary arena tensor.
     assign = (Operator(0, "ASSIGN_VARIABLE", 0, None, 1, (1, 0), ()),)
     as_input = Subgraph(0, "main", tensors, assign, (0, 1), ())

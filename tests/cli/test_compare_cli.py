@@ -91,3 +91,13 @@ def test_widest_operator_is_the_arenas_and_labelled(capsys):
     u = json.loads(out)["models"][0]
     assert (u["widest_op"], u["widest_op_name"], u["widest_op_bytes"]) == (43, "CONV_2D", u["arena_bytes"])
     assert (u["tensors_widest_op"], u["tensors_widest_op_name"]) == (42, "CONCATENATION")
+
+
+@pytest.mark.parametrize("which", ["missing", "directory"])
+def test_a_missing_model_is_one_line_before_any_is_measured(tmp_path, capsys, which):
+    """The others were measured first ("[1/2] ..." on stderr), then the error."""
+    a = write(tmp_path, "a.tflite", add_chain(2))
+    b = tmp_path / "nope.tflite" if which == "missing" else tmp_path
+    rc, out, err = _run(capsys, "compare", str(a), str(b))
+    assert rc == 2 and out == ""
+    assert err.count("\n") == 1 and str(b) in err and "[1/" not in err, err

@@ -171,3 +171,46 @@ def test_colour_by_op_gives_clashing_op_types_different_colours():
     assert colours[x] != colours[y]
     assert len(set(colours.values())) == len(colours)
     assert colours[min(x, y)] == op_color(min(x, y))  # the first by name keeps its own
+
+
+def _covered(edges, values, n):
+    """Per operator column [j, j + 1): the lowest and highest curve height drawn in it."""
+    lo, hi = np.full(n, np.inf), np.full(n, -np.inf)
+    for a, b, v in zip(edges[:-1], edges[1:], values):
+        if b <= a:
+            continue
+        j0, j1 = int(np.floor(a)), int(np.ceil(b))
+        lo[j0:j1] = np.minimum(lo[j0:j1], v)
+        hi[j0:j1] = np.maximum(hi[j0:j1], v)
+    return lo, hi
+
+
+def test_breadth_steps_are_every_operator_up_to_the_limit():
+    from viewer.export.chart_data import breadth_steps
+
+    b = np.array([5, 1, 9, 9, 0], dtype=np.int64)
+    edges, values = breadth_steps(b, 5)
+    assert edges.tolist() == [0, 1, 2, 3, 4, 5] and values.tolist() == [5, 1, 9, 9, 0]
+    assert breadth_steps(b, None)[1].tolist() == [5, 1, 9, 9, 0]
+
+
+def test_breadth_steps_of_a_long_curve_keep_every_runs_peak_and_trough_in_order():
+    from viewer.export.chart_data import breadth_steps
+
+    rng = np.random.default_rng(7)
+    b = rng.integers(0, 10**9, size=100_003)
+    b[41_234] = 5 * 10**9  # one spike must survive
+    edges, values = breadth_steps(b, 6400)
+    assert len(values) <= 6400 and len(edges) == len(values) + 1
+    assert edges[0] == 0 and edges[-1] == len(b) and np.all(np.diff(edges) >= 0)
+    assert values.max() == b.max() and values.min() == b.min()
+    k = -(-len(b) // 3200)
+    for r in range(0, len(b), k):  # each run: its extremes, the first one first
+        run = b[r:r + k]
+        two = values[2 * (r // k):2 * (r // k) + 2]
+        first, second = (run.max(), run.min()) if run.argmax() <= run.argmin() else (run.min(), run.max())
+        assert two.tolist() == [first, second]
+    # Never drawn above or below what the operators in the same run reach.
+    lo, hi = _covered(edges, values, len(b))
+    run_hi = np.maximum.reduceat(b, np.arange(0, len(b), k))
+    assert np.all(hi <= np.repeat(run_hi, k)[:len(b)])

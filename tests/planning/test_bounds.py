@@ -150,3 +150,25 @@ def test_subsets_of_a_subset_that_fits_are_not_searched():
                                                                sub("small", [0, 2])])
     assert [x["status"] for x in r.log] == ["feasible", "feasible"]
     assert r.log[1]["nodes"] == 0 and "inside" in r.log[1]["note"]
+
+
+def test_section_spans_are_the_sweeps_sections():
+    """One definition of a section: the exact search's sweep (MiniMalloc's sweeper.cc) and the
+    bounds' binary searches give every buffer the same span, and the same breadth per section."""
+    from viewer.planning._mm_sweep import section_loads as loads_of, section_spans, sweep
+
+    rng = np.random.default_rng(7)
+    for _ in range(200):
+        n = int(rng.integers(1, 30))
+        s = rng.integers(0, 20, n)
+        e = s + rng.integers(1, 8, n)
+        z = rng.integers(1, 100, n)
+        times, lo, hi = section_spans(s, e)
+        sw = sweep(s, e)
+        assert sw.num_sections == len(times)
+        assert (sw.sec_lo == lo).all() and (sw.sec_hi == hi).all()
+        loads = loads_of(lo, hi, z, len(times))
+        for k, t in enumerate(times):  # live in section k iff start < times[k] <= end
+            assert loads[k] == z[(s < t) & (t <= e)].sum()
+        members = [sorted(int(i) for i in row if i >= 0) for row in sw.members]
+        assert all(loads[k] == z[m].sum() for k, m in enumerate(members))

@@ -16,8 +16,8 @@ Follows LiteRT's ``ArenaPlanner::PlanAllocations`` (tflite/arena_planner.cc):
   no memory (when ``analyze`` is given the model: tflite/kernels/while.cc);
 - variables live in LiteRT's separate persistent arena (``kTfLiteArenaRwPersistent``);
 - resource handles made by VAR_HANDLE live in the persistent arena (a resource graph input
-  stays in the arena); READ_VARIABLE's output is
-  dynamic (allocated while the model runs);
+  stays in the arena); READ_VARIABLE's output is dynamic (allocated while the model runs)
+  when the file gives it no dims, else an arena tensor the variable is copied into;
 - a tensor that is only read (no producer, not a graph input) is never allocated by the planner,
   and operator ``intermediates`` are not seen by it at all;
 - in-place operators (``IdentifyInPlaceTensors``): the first output of an operator whose kernel
@@ -35,6 +35,7 @@ from typing import Iterable
 
 import numpy as np
 
+from viewer.analysis._graph_arrays import consumer_lists, edges, first_occurrences, first_writer, mask, no_gc
 from viewer.analysis.problem import Buffer
 from viewer.analysis.types import (
     KIND_ALIAS,
@@ -133,221 +134,95 @@ def analyze(subgraph: Subgraph, *, temporaries: Iterable[Temporary] = (), model=
         bytes; ``naive_bytes``, ``lower_bound_bytes``, ``widest_op``; ``alloc_queue`` (LiteRT's
         per-operator allocation queue, for the ``litert`` planner).
     """
+    with no_gc():  # ~100k acyclic records at scale: the collector would walk the model each time
+        return _analyze(subgraph, tuple(temporaries), model)
+
+
+# LiteRT's allocation types, as codes in an array indexed by tensor (see ``_TensorFacts.where``).
+_W_MMAP, _W_PERSISTENT, _W_DYNAMIC, _W_ARENA = 0, 1, 2, 3
+_KINDS = (KIND_INPUT, KIND_OUTPUT, KIND_INTERMEDIATE, KIND_ALIAS)
+
+
+class _TensorFacts:
+    """Per-tensor arrays (shape (n_t,)) that the rules of :func:`analyze` read.
+
+    ``where``: LiteRT's allocation type as a ``_W_*`` code (constant -> mmap; persistent,
+    variable or resource handle -> persistent; STRING/VARIANT or a dynamic-output kernel ->
+    dynamic; else arena). ``producer``: first writer, -1 for none. ``cons_ptr``/``cons_ops``:
+    the distinct readers (CSR, ascending). ``refcounts``: as ``PlanAllocations`` builds them
+    before ``IdentifyInPlaceTensors``. ``nbytes``: a list of exact Python ints (a what-if can
+    make sizes past int64; :func:`_check_sizes` refuses them later with one line).
+    """
+
+    def __init__(self, subgraph: Subgraph, model) -> None:
+        tensors, ops = subgraph.tensors, subgraph.operators
+        n_t = self.n_t = len(tensors)
+        self.nbytes = [t.nbytes for t in tensors]
+        self.const = np.fromiter((t.is_constant for t in tensors), bool, n_t)
+        self.var = np.fromiter((t.is_variable for t in tensors), bool, n_t)
+        dyn_flag = np.fromiter((not _DYNAMIC_FLAGS.isdisjoint(t.flags) for t in tensors), bool, n_t)
+        self.inp, self.out = edges(subgraph, "inputs"), edges(subgraph, "outputs")
+        self.producer = first_writer(n_t, self.out)
+        self.cons_ptr, self.cons_ops = consumer_lists(n_t, self.inp)
+        self.consumed = self.cons_ptr[1:] > self.cons_ptr[:-1]
+
+        self.persistent_ro = mask(n_t, _persistent_ro_outputs(subgraph))
+        self.persistent = self.persistent_ro | mask(n_t, _folded_outputs(subgraph))
+        self.handles = mask(n_t, _outputs_of(subgraph, lambda name: name == "VAR_HANDLE"))
+        # READ_VARIABLE's Prepare makes its output dynamic only when the file gives it no dims
+        # (``output->dims->size == 0``: scalar or unranked); a ranked output stays in the arena and
+        # Eval copies the variable into it (tflite/kernels/read_variable.cc; measured, LiteRT 2.3).
+        self.dynout = mask(n_t, (
+            t for op in ops if op.op_name in DYNAMIC_OUTPUT_OPS
+            for t in op.outputs if 0 <= t < n_t and (op.op_name != "READ_VARIABLE" or not tensors[t].shape)))
+
+        self.gi_list = [t for t in subgraph.inputs if 0 <= t < n_t]
+        self.gi = mask(n_t, self.gi_list)
+        self.go = mask(n_t, (t for t in subgraph.outputs if 0 <= t < n_t))
+        self.dropped = mask(n_t, _dropped_while_outputs(subgraph, model, self.consumed, self.go))
+
+        where = np.full(n_t, _W_ARENA, dtype=np.int8)
+        where[dyn_flag | self.dynout] = _W_DYNAMIC
+        where[self.persistent | self.var | self.handles] = _W_PERSISTENT
+        where[self.const] = _W_MMAP
+        self.where = where
+        extra = np.concatenate([np.flatnonzero(self.go), np.flatnonzero(self.var),
+                                np.asarray(self.gi_list, dtype=np.int64)])
+        self.refcounts = np.bincount(np.concatenate([extra, self.inp.tensor]), minlength=n_t)
+
+
+def _analyze(subgraph: Subgraph, temp_list: tuple[Temporary, ...], model) -> Analysis:
     n_ops = len(subgraph.operators)
     last_index = max(n_ops - 1, 0)
-    tensors = subgraph.tensors
-    n_t = len(tensors)
-    outside: dict[int, str] = {}
+    f = _TensorFacts(subgraph, model)
+    shared = _inplace_roots(subgraph, f)
 
-    def valid(t: int) -> bool:
-        return 0 <= t < n_t
+    # Deallocation node of each buffer owner: last reader of it or of any tensor sharing it.
+    root_of = np.arange(f.n_t, dtype=np.int64)
+    shared_mask = np.zeros(f.n_t, dtype=bool)
+    if shared:
+        outs = np.fromiter(shared.keys(), np.int64, len(shared))
+        root_of[outs] = np.fromiter(shared.values(), np.int64, len(shared))
+        shared_mask[outs] = True
+    last_use = np.full(f.n_t, -1, dtype=np.int64)
+    np.maximum.at(last_use, root_of[f.inp.tensor], f.inp.op)
+    # LiteRT's dealloc node; -1 = never deallocated (kNodeNotAssigned). Outputs get +1
+    # reference, so a produced tensor nothing reads is never freed either.
+    dealloc = np.where(shared_mask | f.gi | f.go | f.var, -1, last_use)
 
-    persistent_ro = _persistent_ro_outputs(subgraph)
-    persistent: set[int] = set(persistent_ro)
-    for op in subgraph.operators:
-        if op.op_name not in FOLDING_OPS or not op.outputs or not valid(op.outputs[0]):
-            continue
-        src = op.inputs[0] if op.inputs else -1
-        if op.op_name == "DENSIFY" or (valid(src) and tensors[src].is_constant):
-            persistent.add(op.outputs[0])
-
-    producer: dict[int, int] = {}
-    consumers: dict[int, list[int]] = {}
-    for op in subgraph.operators:
-        for t in op.outputs:
-            if valid(t) and t not in producer:
-                producer[t] = op.index
-        for t in op.inputs:
-            if valid(t):
-                consumers.setdefault(t, []).append(op.index)
-
-    # VAR_HANDLE's kernel puts its resource handle in the persistent arena (measured).
-    handles = {t for op in subgraph.operators if op.op_name == "VAR_HANDLE" for t in op.outputs if valid(t)}
-    dynamic_outputs = {
-        t for op in subgraph.operators if op.op_name in DYNAMIC_OUTPUT_OPS
-        for t in op.outputs if valid(t)
-    }
-
-    graph_inputs = [t for t in subgraph.inputs if valid(t)]
-    graph_input_set = set(graph_inputs)
-    graph_outputs = {t for t in subgraph.outputs if valid(t)}
-    dropped = _dropped_while_outputs(subgraph, model, consumers, graph_outputs)
-    variables = [t for t in subgraph.variables if valid(t)]
-    touched = set(producer) | set(consumers) | graph_input_set | graph_outputs
-
-    where_of: dict[int, str] = {}
-
-    def where(t: int) -> str:
-        """LiteRT's allocation type: 'mmap', 'persistent', 'dynamic' or 'arena' (memoised:
-        it is asked several times per tensor)."""
-        w = where_of.get(t)
-        if w is None:
-            tensor = tensors[t]
-            if tensor.is_constant:
-                w = "mmap"
-            elif t in persistent or tensor.is_variable or t in handles:
-                w = "persistent"
-            elif not _DYNAMIC_FLAGS.isdisjoint(tensor.flags) or t in dynamic_outputs:
-                w = "dynamic"
-            else:
-                w = "arena"
-            where_of[t] = w
-        return w
-
-    # Reference counts as PlanAllocations builds them before IdentifyInPlaceTensors.
-    refcounts = [0] * n_t
-    for t in graph_outputs:
-        refcounts[t] += 1
-    for t in variables:
-        refcounts[t] += 1
-    for t in graph_inputs:
-        refcounts[t] += 1
-    for op in subgraph.operators:
-        for t in op.inputs:
-            if valid(t):
-                refcounts[t] += 1
-
-    # IdentifyInPlaceTensors: output -> tensor that owns its bytes.
-    shared: dict[int, int] = {}
-    for op in subgraph.operators:
-        spec = INPLACE_OPS.get(op.op_name)
-        if spec is None or not op.outputs or not valid(op.outputs[0]):
-            continue
-        shareable, unmodified = spec
-        changed = not unmodified
-        out = op.outputs[0]
-        chosen = -1
-        for i, t in enumerate(op.inputs[:MAX_SHARABLE_INPUTS]):
-            if not valid(t) or i not in shareable:
-                continue
-            if changed:
-                if tensors[t].nbytes != tensors[out].nbytes or tensors[t].nbytes <= SCALAR_TENSOR_BYTES:
-                    continue
-                if refcounts[t] > 1:
-                    continue
-            if t in graph_input_set or out in graph_outputs:
-                continue
-            if where(t) != where(out) and where(t) != "arena":
-                continue
-            chosen = t
-            break
-        if chosen < 0:
-            continue
-        root = shared.get(chosen, chosen)
-        if changed and refcounts[root] > 1:
-            continue
-        shared[out] = root
-    # CalculateAllocations drops a sharing whose root is not in the arena or differs in bytes.
-    shared = {
-        o: r for o, r in shared.items()
-        if where(r) == "arena" and where(o) == "arena" and tensors[r].nbytes == tensors[o].nbytes
-    }
-
-    # Deallocation node of each buffer owner: last consumer of it or of any tensor sharing it.
-    last_use: dict[int, int] = {}
-    for op in subgraph.operators:
-        for t in op.inputs:
-            if valid(t):
-                r = shared.get(t, t)
-                last_use[r] = max(last_use.get(r, -1), op.index)
-    never_freed = graph_input_set | graph_outputs | set(variables)
-
-    def dealloc(t: int) -> int | None:
-        """LiteRT's dealloc node; None = never deallocated (``kNodeNotAssigned``)."""
-        if t in shared or t in never_freed:
-            return None
-        # Outputs get +1 reference; a produced tensor nothing reads is never freed.
-        return last_use.get(t)
-
-    usages: list[TensorUsage] = []
-    for t in sorted(touched):
-        tensor = tensors[t]
-        w = where(t)
-        if w == "mmap":
-            outside[t] = OUT_CONSTANT
-            continue
-        if t in persistent:
-            outside[t] = OUT_PERSISTENT_RO if t in persistent_ro else OUT_PERSISTENT
-            continue
-        if tensor.is_variable:
-            outside[t] = OUT_VARIABLE
-            continue
-        if t in handles:
-            outside[t] = OUT_RESOURCE
-            continue
-        if w == "dynamic":
-            outside[t] = OUT_DYNAMIC_OUTPUT if t in dynamic_outputs else OUT_DYNAMIC
-            continue
-        if t in dropped:
-            outside[t] = OUT_WHILE_FORWARDED
-            continue
-        cons = tuple(sorted(set(consumers.get(t, ()))))
-        prod = producer.get(t)
-        if t in graph_input_set:
-            first, kind = 0, KIND_INPUT
-        elif prod is None:
-            outside[t] = OUT_NEVER_WRITTEN
-            continue
-        else:
-            first = prod
-            kind = KIND_OUTPUT if t in graph_outputs else KIND_INTERMEDIATE
-        if t in shared:
-            root = shared[t]
-            if root not in graph_input_set and producer.get(root) is None:
-                outside[t] = OUT_ALIAS_NEVER_WRITTEN
-                continue
-            last = max([first, *cons])
-            usages.append(TensorUsage(t, first, last, tensor.nbytes, KIND_ALIAS, prod, cons, shared[t]))
-            continue
-        d = dealloc(t)
-        last = last_index if d is None else max(d, first)
-        usages.append(TensorUsage(t, first, last, tensor.nbytes, kind, prod, cons, never_freed=d is None))
-
-    for t in range(n_t):
-        if t not in touched and t not in outside and not tensors[t].is_constant:
-            outside[t] = OUT_UNUSED
+    outside, arena = _outside_reasons(f, shared_mask, root_of)
+    usages = _arena_usages(f, arena, shared_mask, root_of, dealloc, last_index)
 
     temps: dict[int, str] = {}
-    temp_list = list(temporaries)
     for tmp in temp_list:
         usages.append(TensorUsage(tmp.id, tmp.op, tmp.op, tmp.nbytes, KIND_TEMPORARY, tmp.op, ()))
         temps[tmp.id] = subgraph.operators[tmp.op].op_name if 0 <= tmp.op < n_ops else "?"
 
-    # nodes_to_tensors_: node 0 queues variables then graph inputs; every node its outputs
-    # (ExecuteAllocations adds its temporaries after them).
-    queue: list[list[Buffer]] = [[] for _ in range(max(n_ops, 1))]
-    alloc_at: dict[int, int] = {}
-
-    def entry(t: int, node: int) -> Buffer:
-        w = where(t)
-        d = None if t in variables else dealloc(t)
-        sortable = (w == "arena" and tensors[t].nbytes > 0 and t not in dropped) or w == "persistent"
-        return Buffer(
-            t, node, last_index if d is None else d,
-            tensors[t].nbytes if sortable else 0, pinned=d is None,
-        )
-
-    for t in variables + graph_inputs:
-        if t not in alloc_at:
-            alloc_at[t] = 0
-            queue[0].append(entry(t, 0))
-    queued = {(0, b.id) for b in queue[0]}  # (node, tensor) pairs already in the queue
-    for op in subgraph.operators:
-        for t in op.outputs:
-            if valid(t):
-                if t not in alloc_at:
-                    alloc_at[t] = op.index
-                if (op.index, t) not in queued:
-                    queued.add((op.index, t))
-                    queue[op.index].append(entry(t, alloc_at[t]))
-    for tmp in temp_list:
-        if 0 <= tmp.op < len(queue):
-            queue[tmp.op].append(Buffer(tmp.id, tmp.op, tmp.op, tmp.nbytes))
-    alloc_queue = tuple(tuple(q) for q in queue)
-
+    alloc_queue = _alloc_queue(f, dealloc, last_index, max(n_ops, 1), temp_list)
+    tensors = subgraph.tensors
     kernel_sized = tuple(
         u.tensor for u in usages
-        if u.kind != KIND_TEMPORARY and u.producer is not None
+        if u.kind != KIND_TEMPORARY and u.producer is not None and tensors[u.tensor].shape == ()
         and _sized_by_kernel(subgraph, subgraph.operators[u.producer], u.tensor)
     )
     analysis = _finish(subgraph, tuple(usages), outside, temps, alloc_queue, kernel_sized)
@@ -355,6 +230,163 @@ def analyze(subgraph: Subgraph, *, temporaries: Iterable[Temporary] = (), model=
     if names:
         object.__setattr__(analysis, "temporary_names", names)
     return analysis
+
+
+def _folded_outputs(subgraph: Subgraph) -> list[int]:
+    """Outputs of :data:`FOLDING_OPS` that go to LiteRT's persistent arena (DEQUANTIZE of a
+    constant, DENSIFY always)."""
+    tensors = subgraph.tensors
+    n_t = len(tensors)
+    out = []
+    for op in subgraph.operators:
+        if op.op_name not in FOLDING_OPS or not op.outputs or not 0 <= op.outputs[0] < n_t:
+            continue
+        src = op.inputs[0] if op.inputs else -1
+        if op.op_name == "DENSIFY" or (0 <= src < n_t and tensors[src].is_constant):
+            out.append(op.outputs[0])
+    return out
+
+
+def _outputs_of(subgraph: Subgraph, name_matches) -> list[int]:
+    """Every valid output of the operators whose name ``name_matches``."""
+    n_t = len(subgraph.tensors)
+    return [t for op in subgraph.operators if name_matches(op.op_name) for t in op.outputs if 0 <= t < n_t]
+
+
+def _inplace_roots(subgraph: Subgraph, f: _TensorFacts) -> dict[int, int]:
+    """``IdentifyInPlaceTensors``: in-place output -> the tensor that owns its bytes.
+
+    Sequential in execution order (an output shared earlier passes its root on). Ends with
+    ``CalculateAllocations``' filter: a sharing whose root is not in the arena, or whose bytes
+    differ, is dropped.
+    """
+    n_t, nb, gi, go = f.n_t, f.nbytes, f.gi.tolist(), f.go.tolist()
+    where, refcounts = f.where.tolist(), f.refcounts.tolist()
+    shared: dict[int, int] = {}
+    for op in subgraph.operators:
+        spec = INPLACE_OPS.get(op.op_name)
+        if spec is None or not op.outputs or not 0 <= op.outputs[0] < n_t:
+            continue
+        shareable, unmodified = spec
+        out = op.outputs[0]
+        chosen = -1
+        for i, t in enumerate(op.inputs[:MAX_SHARABLE_INPUTS]):
+            if not 0 <= t < n_t or i not in shareable:
+                continue
+            if not unmodified and (nb[t] != nb[out] or nb[t] <= SCALAR_TENSOR_BYTES or refcounts[t] > 1):
+                continue
+            if gi[t] or go[out]:
+                continue
+            if where[t] != where[out] and where[t] != _W_ARENA:
+                continue
+            chosen = t
+            break
+        if chosen < 0:
+            continue
+        root = shared.get(chosen, chosen)
+        if not unmodified and refcounts[root] > 1:
+            continue
+        shared[out] = root
+    return {o: r for o, r in shared.items()
+            if where[r] == _W_ARENA and where[o] == _W_ARENA and nb[r] == nb[o]}
+
+
+def _outside_reasons(f: _TensorFacts, shared_mask, root_of) -> tuple[dict[int, str], np.ndarray]:
+    """(tensor -> why it is not in the arena, boolean mask of the arena tensors).
+
+    The rules are tried in order, each on the touched tensors no earlier rule claimed; the
+    dict lists touched tensors in index order, then the untouched ones (``OUT_UNUSED``).
+    """
+    touched = (f.producer >= 0) | f.consumed | f.gi | f.go
+    left = touched.copy()
+    reason = np.full(f.n_t, -1, dtype=np.int8)
+    texts: list[str] = []
+
+    def claim(cond, text):
+        sel = left & cond
+        reason[sel] = len(texts)
+        texts.append(text)
+        left[sel] = False
+
+    claim(f.where == _W_MMAP, OUT_CONSTANT)
+    claim(f.persistent_ro, OUT_PERSISTENT_RO)
+    claim(f.persistent, OUT_PERSISTENT)
+    claim(f.var, OUT_VARIABLE)
+    claim(f.handles, OUT_RESOURCE)
+    claim((f.where == _W_DYNAMIC) & f.dynout, OUT_DYNAMIC_OUTPUT)
+    claim(f.where == _W_DYNAMIC, OUT_DYNAMIC)
+    claim(f.dropped, OUT_WHILE_FORWARDED)
+    claim(~f.gi & (f.producer < 0), OUT_NEVER_WRITTEN)
+    root_unwritten = ~f.gi[root_of] & (f.producer[root_of] < 0)
+    claim(shared_mask & root_unwritten, OUT_ALIAS_NEVER_WRITTEN)
+    idx = np.flatnonzero(reason >= 0)
+    outside = dict(zip(idx.tolist(), (texts[r] for r in reason[idx].tolist())))
+    outside.update(dict.fromkeys(np.flatnonzero(~touched & ~f.const).tolist(), OUT_UNUSED))
+    return outside, left
+
+
+def _arena_usages(f: _TensorFacts, arena, shared_mask, root_of, dealloc, last_index) -> list[TensorUsage]:
+    """One :class:`TensorUsage` per arena tensor, in index order.
+
+    A graph input lives from operator 0; any other tensor from its producer. An in-place alias
+    keeps its own span (producer to last reader) and names its root; an owner lives to its
+    dealloc node (the last reader of any tensor sharing it), or to the end when never freed.
+    """
+    ptr, cons = f.cons_ptr, f.cons_ops
+    first = np.where(f.gi, 0, f.producer)
+    last_reader = np.full(f.n_t, -1, dtype=np.int64)
+    has = f.consumed
+    last_reader[has] = np.asarray(cons, dtype=np.int64)[ptr[1:][has] - 1]
+    owner_last = np.where(dealloc < 0, last_index, np.maximum(dealloc, first))
+    last = np.where(shared_mask, np.maximum(first, last_reader), owner_last)
+    kind = np.where(f.gi, 0, np.where(f.go, 1, 2))
+    kind[shared_mask] = 3
+    alias = np.where(shared_mask, root_of, -1)
+    never_freed = ~shared_mask & (dealloc < 0)
+    idx = np.flatnonzero(arena)
+    nb, ptr_l = f.nbytes, ptr.tolist()
+    return [
+        TensorUsage(t, a, b, nb[t], _KINDS[k], None if p < 0 else p, tuple(cons[ptr_l[t]:ptr_l[t + 1]]),
+                    None if r < 0 else r, nf)
+        for t, a, b, k, p, r, nf in zip(
+            idx.tolist(), first[idx].tolist(), last[idx].tolist(), kind[idx].tolist(),
+            f.producer[idx].tolist(), alias[idx].tolist(), never_freed[idx].tolist())
+    ]
+
+
+def _alloc_queue(f: _TensorFacts, dealloc, last_index: int, m: int, temp_list) -> tuple:
+    """LiteRT's ``nodes_to_tensors_``: node 0 queues variables then graph inputs; every node its
+    outputs, once per (node, tensor) (``ExecuteAllocations`` adds its temporaries after them).
+
+    Each entry is a Buffer (alloc node, dealloc node, bytes, never freed); bytes are 0 for a
+    tensor the arena does not sort (outside it, empty, or a dropped WHILE output).
+    """
+    nb = f.nbytes
+    positive = np.fromiter((x > 0 for x in nb), bool, f.n_t)
+    sortable = ((f.where == _W_ARENA) & positive & ~f.dropped) | (f.where == _W_PERSISTENT)
+    never = dealloc < 0
+    last = np.where(never, last_index, dealloc)
+
+    def entries(ts: np.ndarray, nodes) -> list[Buffer]:
+        sizes = [nb[t] if s else 0 for t, s in zip(ts.tolist(), sortable[ts].tolist())]
+        return list(map(Buffer, ts.tolist(), nodes, last[ts].tolist(), sizes, never[ts].tolist()))
+
+    first_at_0 = np.fromiter(dict.fromkeys([*np.flatnonzero(f.var).tolist(), *f.gi_list]), np.int64)
+    queue: list[list[Buffer]] = [[] for _ in range(m)]
+    queue[0] = entries(first_at_0, [0] * len(first_at_0))
+    init = mask(f.n_t, first_at_0)
+    out_t, out_op = f.out.tensor, f.out.op
+    firsts = first_occurrences(out_op * max(f.n_t, 1) + out_t)  # each (node, tensor) once
+    firsts.sort()
+    firsts = firsts[~((out_op[firsts] == 0) & init[out_t[firsts]])]
+    order = firsts[np.argsort(out_op[firsts], kind="stable")]
+    ts = out_t[order]
+    for op, b in zip(out_op[order].tolist(), entries(ts, np.where(init, 0, f.producer)[ts].tolist())):
+        queue[op].append(b)
+    for tmp in temp_list:
+        if 0 <= tmp.op < m:
+            queue[tmp.op].append(Buffer(tmp.id, tmp.op, tmp.op, tmp.nbytes))
+    return tuple(tuple(q) for q in queue)
 
 
 def _persistent_ro_outputs(subgraph: Subgraph) -> set[int]:
@@ -388,7 +420,7 @@ def _persistent_ro_outputs(subgraph: Subgraph) -> set[int]:
     return folded
 
 
-def _dropped_while_outputs(subgraph: Subgraph, model, consumers, graph_outputs) -> set[int]:
+def _dropped_while_outputs(subgraph: Subgraph, model, consumed, graph_output) -> set[int]:
     """WHILE outputs the kernel replaces by -1 in Prepare, so they never get memory.
 
     ``while_kernel::Prepare_impl`` (tflite/kernels/while.cc): when the body subgraph returns
@@ -396,7 +428,8 @@ def _dropped_while_outputs(subgraph: Subgraph, model, consumers, graph_outputs) 
     subgraph reads output ``i``, the output is dropped, unless the body input is a STRING,
     RESOURCE or VARIANT tensor. A graph output counts as read (conservative: LiteRT's
     ``GetInputTensorsCount`` is not checked on such a model). Needs the model (the body is
-    another subgraph); without it nothing is dropped.
+    another subgraph); without it nothing is dropped. ``consumed`` and ``graph_output`` are
+    boolean arrays of shape (num tensors,): read by an operator, a graph output.
     """
     if model is None:
         return set()
@@ -412,7 +445,7 @@ def _dropped_while_outputs(subgraph: Subgraph, model, consumers, graph_outputs) 
         for i, t in enumerate(op.outputs):
             if not 0 <= t < len(subgraph.tensors) or i >= len(body.inputs) or i >= len(body.outputs):
                 continue
-            if body.inputs[i] != body.outputs[i] or consumers.get(t) or t in graph_outputs:
+            if body.inputs[i] != body.outputs[i] or consumed[t] or graph_output[t]:
                 continue
             bi = body.inputs[i]
             if 0 <= bi < len(body.tensors) and body.tensors[bi].flags & _NOT_DROPPED_FLAGS:
@@ -472,11 +505,11 @@ def _finish(subgraph: Subgraph, usages: tuple[TensorUsage, ...], outside, temps,
     n_ops = len(subgraph.operators)
     m = max(n_ops, 1)
     diff = np.zeros(m + 1, dtype=np.int64)
-    for u in usages:
-        if u.alias_of is not None:
-            continue
-        diff[u.first_op] += u.nbytes
-        diff[min(u.last_op, m - 1) + 1] -= u.nbytes
+    owners = [u for u in usages if u.alias_of is None]  # an alias counts once, with its root
+    k = len(owners)
+    size = np.fromiter((u.nbytes for u in owners), np.int64, k)  # checked above: no wrap
+    np.add.at(diff, np.fromiter((u.first_op for u in owners), np.int64, k), size)
+    np.add.at(diff, np.minimum(np.fromiter((u.last_op for u in owners), np.int64, k), m - 1) + 1, -size)
     breadth = np.cumsum(diff)[:m] if n_ops else np.zeros(0, dtype=np.int64)
     lb = int(breadth.max()) if len(breadth) else 0
     widest = int(np.argmax(breadth)) if len(breadth) else -1

@@ -2,7 +2,8 @@
 
 Runs N invocations of MODEL (LiteRT, no delegates) in fresh memory cgroups and bisects the
 smallest limit at which the process survives; prints it beside ``check``'s predicted total under
-the same conventions (``--runtime-overhead``, ``--weights copied|mapped``), the difference, and
+the same conventions (the runtime overhead measured as check measures it unless
+``--runtime-overhead`` gives it; ``--weights copied|mapped``), the difference, and
 the process baseline (the same child with no model: Python, numpy and LiteRT), which is what
 most of the difference consists of.
 
@@ -34,8 +35,11 @@ def add_args(p) -> None:
     p.add_argument("--weights", choices=WEIGHTS_MODES, default="copied",
                    help="with --cgroup: count the weights in check's total (copied, default) or not "
                         "(mapped), as check does")
-    p.add_argument("--runtime-overhead", default="0", metavar="SIZE",
-                   help=f"with --cgroup: the runtime overhead check's total adds (default 0), in {SIZE_SYNTAX}")
+    p.add_argument("--runtime-overhead", default=None, metavar="SIZE",
+                   help="with --cgroup: the runtime overhead check's total adds instead of the "
+                        "one check measures (by default measured as check does: the anonymous "
+                        "memory one LiteRT interpreter adds in a fresh process beyond the arena "
+                        f"and persistent terms), in {SIZE_SYNTAX}")
 
 
 def _b(n) -> str:
@@ -44,29 +48,49 @@ def _b(n) -> str:
     return f"{n:,d} B" + (f" ({format_bytes(n)})" if abs(n) >= 1024 else "")
 
 
-def predicted_total(model_path: str, weights: str, runtime_bytes: int, timeout: float) -> dict:
-    """What ``check`` counts for ``model_path``: the terms and their sum (bytes)."""
-    from viewer.cli.check import _counted_arena
+def predicted_total(model_path: str, weights: str, runtime_bytes: int | None, timeout: float) -> dict:
+    """What ``check`` counts for ``model_path`` (subgraph 0, no edits, XNNPACK off): its terms
+    and their sum, in bytes.
+
+    The terms are check's own (:func:`viewer.whatif.verdict.budget_terms` and
+    :func:`viewer.whatif.verdict.total_bytes`), and so is the runtime overhead: measured as
+    check measures it (``viewer.cli.check._overhead``), or ``runtime_bytes`` when given. When it
+    cannot be measured it is 0 B in the sum, ``unknowns`` says so and the total is a lower bound.
+
+    Returns
+    -------
+    dict
+        ``total_bytes``, ``measured`` (the arena was measured by LiteRT), ``terms`` (the byte
+        figures by name, below), ``term_list`` [{name, bytes, source, method, counted}] as
+        ``check --json`` prints them, ``unknowns`` and ``notes``.
+    """
+    from types import SimpleNamespace
+
+    from viewer.cli.check import _counted_arena, _overhead
     from viewer.model.reader import load_model
-    from viewer.whatif.budget import fixed_bytes
     from viewer.whatif.footprint import footprint
+    from viewer.whatif.verdict import budget_terms, total_bytes
 
     model = load_model(model_path)
     fp = footprint(model, 0, None, measure=True, timeout=timeout)
-    arena = _counted_arena(fp)
-    terms = {"arena_bytes": arena, "persistent_bytes": fp.persistent_bytes,
-             "other_subgraphs_bytes": fp.other_subgraphs_bytes, "runtime_bytes": runtime_bytes,
+    args = SimpleNamespace(measure=True, delegates="none", tile=None)
+    overhead, unknown = _overhead(args, model, fp, None, runtime_bytes, timeout)
+    term_list = budget_terms(fp, weights_mode=weights, overhead=overhead)
+    terms = {"arena_bytes": _counted_arena(fp), "persistent_bytes": fp.persistent_bytes,
+             "other_subgraphs_bytes": fp.other_subgraphs_bytes, "runtime_bytes": overhead.bytes,
+             "runtime_source": overhead.source, "runtime_method": overhead.method,
              "weights_bytes": model.weights_bytes, "weights_counted": weights == "copied"}
-    total = arena + fp.persistent_bytes + fp.other_subgraphs_bytes + fixed_bytes(
-        model.weights_bytes, runtime_bytes, weights)
-    return {"total_bytes": total, "measured": fp.measured, "terms": terms, "notes": list(fp.notes)}
+    return {"total_bytes": total_bytes(term_list), "measured": fp.measured, "terms": terms,
+            "term_list": [t.as_dict() for t in term_list],
+            "unknowns": list(fp.unknowns) + ([unknown] if unknown else []),
+            "notes": list(fp.notes)}
 
 
 def run(args: argparse.Namespace) -> int:
     from viewer.runtime import cgroup as cg
 
     path = cg.check_model(args.model)
-    runtime = parse_size(args.runtime_overhead)
+    runtime = parse_size(args.runtime_overhead) if args.runtime_overhead is not None else None
     try:
         support = cg.detect()
     except cg.CgroupUnavailable as e:
@@ -112,6 +136,9 @@ def _report(args, path, support, predicted, found, base) -> dict:
         "cgroup_parent": support.parent,
         "predicted_total_bytes": predicted["total_bytes"], "predicted_terms": predicted["terms"],
         "predicted_measured": predicted["measured"],
+        "predicted_term_list": predicted["term_list"],
+        "predicted_unknowns": predicted["unknowns"],
+        "predicted_is_lower_bound": bool(predicted["unknowns"]),
         "smallest_surviving_limit_bytes": limit,
         "largest_failing_limit_bytes": found.largest_failing_bytes,
         "difference_bytes": diff,
@@ -138,14 +165,19 @@ def _print(r: dict) -> None:
     t = r["predicted_terms"]
     w(f"model: {r['model']}   {r['runs']} invocations per process   cgroup {r['cgroup_version']} "
       f"(children of {r['cgroup_parent']})\n")
-    w(f"check's predicted total          {_b(r['predicted_total_bytes'])}\n")
+    low = " (a lower bound: " + "; ".join(r["predicted_unknowns"]) + ")" if r["predicted_unknowns"] else ""
+    w(f"check's predicted total          {_b(r['predicted_total_bytes'])}{low}\n")
     w(f"  tensor arena{' (measured by LiteRT)' if r['predicted_measured'] else ' (planned)'}"
       f"   {_b(t['arena_bytes'])}\n")
     if t["persistent_bytes"]:
         w(f"  + persistent                   {_b(t['persistent_bytes'])}\n")
     if t["other_subgraphs_bytes"]:
         w(f"  + other subgraphs' arenas      {_b(t['other_subgraphs_bytes'])}\n")
-    w(f"  + runtime overhead             {_b(t['runtime_bytes'])}\n")
+    src = t["runtime_source"]
+    w(f"  + runtime overhead             {_b(t['runtime_bytes'])}   ["
+      + ("measured as check measures it" if src == "measured" else
+         "given (--runtime-overhead)" if src == "given" else f"{src}: left out of the total")
+      + "]\n")
     w(f"  {'+ weights (copied, counted)' if t['weights_counted'] else '  weights (mapped, not counted)'}"
       f"    {_b(t['weights_bytes'])}\n")
     fail = r["largest_failing_limit_bytes"]
@@ -154,8 +186,11 @@ def _print(r: dict) -> None:
     w(f"difference (limit - predicted)   {_b(r['difference_bytes'])}\n")
     w(f"  process baseline (no model)    {_b(r['process_baseline_bytes'])}   "
       f"(Python + numpy + LiteRT; VmHWM {_b(r['process_baseline_vmhwm_bytes'])})\n")
-    w(f"  remainder                      {_b(r['remainder_bytes'])}   (interpreter and model "
-      "structures, input buffers, the page cache the run needs at the limit)\n")
+    given = r["predicted_terms"]["runtime_source"] != "measured"
+    w(f"  remainder                      {_b(r['remainder_bytes'])}   (in neither: "
+      + ("the interpreter's own state (runtime overhead not measured), " if given else "")
+      + "the child's inputs and modules, the page cache the run needs at the limit, the 1 MiB "
+      "bisection step)\n")
     for run in r["runs_made"]:
         if run["limit_bytes"] in (r["smallest_surviving_limit_bytes"], fail):
             ev = ", ".join(f"{k} {v}" for k, v in run["events"].items() if v) or "none"

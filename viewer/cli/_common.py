@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import math
 
 from viewer.planning.run import default_planner_names
 from viewer.planning.registry import planner_names
@@ -38,6 +39,49 @@ def resolve_signature(args: argparse.Namespace) -> None:
         raise UsageError(f"--signature {key!r} runs subgraph {index}, not --subgraph {args.subgraph}; "
                          "give one of them")
     args.subgraph = index
+
+
+def positive_seconds(text: str) -> float:
+    """argparse ``type`` of a duration: a positive, finite number of seconds.
+
+    Raises
+    ------
+    argparse.ArgumentTypeError
+        For anything else (``0``, ``-1``, ``nan``, ``inf``, ``soon``): the parser makes it one
+        line, exit 2, naming the option.
+    """
+    try:
+        value = float(text)
+    except ValueError:
+        value = math.nan
+    if not (math.isfinite(value) and value > 0):
+        raise argparse.ArgumentTypeError(f"{text}: need a positive, finite number of seconds (e.g. 10)")
+    return value
+
+
+def add_runtime_args(p: argparse.ArgumentParser, *, no_measure_help: str | None = None,
+                     measure_help: str | None = None, timeout: float = 120.0,
+                     timeout_help: str = "seconds before the LiteRT process is killed") -> None:
+    """The runtime flags: ``--measure`` / ``--no-measure`` (``args.measure``) and ``--timeout S``.
+
+    Parameters
+    ----------
+    no_measure_help : str, optional
+        Help of ``--no-measure``; given, measuring is the default.
+    measure_help : str, optional
+        Help of ``--measure``; given alone, measuring is opt-in (``plan``).
+    timeout : float
+        Default of ``--timeout``, seconds; always validated by :func:`positive_seconds`.
+    timeout_help : str
+        What the timeout bounds; "(default N)" is appended.
+    """
+    if measure_help is not None:
+        p.add_argument("--measure", dest="measure", action="store_true",
+                       default=no_measure_help is not None, help=measure_help)
+    if no_measure_help is not None:
+        p.add_argument("--no-measure", dest="measure", action="store_false", help=no_measure_help)
+    p.add_argument("--timeout", type=positive_seconds, default=float(timeout), metavar="S",
+                   help=f"{timeout_help} (default {timeout:g})")
 
 
 def add_edit_args(p: argparse.ArgumentParser) -> None:

@@ -27,7 +27,9 @@ import sys
 import time
 
 from viewer.cli._common import add_model_args, known_planners_help
+from viewer.cli._delegate_check import add_delegate_args, delegate_spec, run_delegate_check
 from viewer.cli._tile_check import add_tile_arg, apply_tile
+from viewer.cli._deployment import add_deployment_args, run_check as run_deployment_check, wanted as deployment_wanted
 from viewer.cli._tflm import add_runtime_arg, is_tflm, run_check as run_tflm_check
 from viewer.cli._edits import add_edit_args, edit_notes, edits_from_args
 from viewer.errors import UsageError
@@ -79,9 +81,10 @@ def add_parser(sub) -> None:
                         "default: the anonymous memory one LiteRT interpreter adds in a fresh "
                         f"process beyond the arena, persistent and other subgraphs' terms), in {SIZE_SYNTAX}")
     p.add_argument("--delegates", choices=("none", "default"), default="none",
-                   help="the configuration whose runtime overhead is measured: none (LiteRT "
-                        "without default delegates, XNNPACK off, the default; the arena is "
-                        "always measured so) or default (a stock interpreter, XNNPACK on)")
+                   help="none (LiteRT without default delegates, XNNPACK off, the default) or "
+                        "default (a stock interpreter: XNNPACK on; its CPU arena, packed weights "
+                        "and runtime are each measured as their own terms)")
+    add_delegate_args(p)
     p.add_argument("--weights", choices=WEIGHTS_MODES, default=None,
                    help="copied: weights count against the budget (default for litert); mapped: "
                         "file-backed page cache (or flash, the default for --runtime tflm), shown "
@@ -95,6 +98,7 @@ def add_parser(sub) -> None:
     add_edit_args(p)
     add_runtime_arg(p)
     add_tile_arg(p)
+    add_deployment_args(p)
     p.set_defaults(run=run)
 
 
@@ -131,8 +135,13 @@ def _other_signatures(model, args) -> str:
 
 
 def run(args: argparse.Namespace) -> int:
+    if deployment_wanted(args):  # several signatures in one interpreter, KV caches counted once
+        return run_deployment_check(args)
     if is_tflm(args):
         return run_tflm_check(args)
+    spec = delegate_spec(args)
+    if spec is not None:  # every term measured under the delegate (viewer/cli/_delegate_check.py)
+        return run_delegate_check(args, spec)
     args.weights = args.weights or "copied"
     limit = parse_size(args.budget)
     if limit <= 0:

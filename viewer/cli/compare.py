@@ -7,7 +7,7 @@ import json
 import os
 import sys
 
-from viewer.cli._common import add_edit_args, edits_from_args
+from viewer.cli._common import add_edit_args, add_runtime_args, edits_from_args
 from viewer.errors import UsageError
 from viewer.units import format_bytes
 
@@ -23,10 +23,8 @@ def add_parser(sub) -> None:
     )
     p.add_argument("models", nargs="+", metavar="MODEL", help="two or more .tflite files")
     p.add_argument("--subgraph", type=int, default=0, metavar="N", help="subgraph index (default 0)")
-    p.add_argument("--no-measure", dest="measure", action="store_false",
-                   help="plan only: the arena then leaves out kernel temporaries (said on it)")
-    p.add_argument("--timeout", type=float, default=60.0, metavar="S",
-                   help="seconds for each runtime subprocess (default 60)")
+    add_runtime_args(p, no_measure_help="plan only: the arena then leaves out kernel temporaries "
+                     "(said on it)", timeout=60.0, timeout_help="seconds for each runtime subprocess")
     p.add_argument("--json", action="store_true", help="print one JSON object instead of a table")
     add_edit_args(p)
     p.set_defaults(run=run)
@@ -41,8 +39,13 @@ def run(args: argparse.Namespace) -> int:
         raise UsageError("compare needs at least two models")
     import os
 
+    from viewer.runtime.probe import display_path, model_file_error
+
     seen: dict[str, str] = {}
     for path in args.models:
+        bad = model_file_error(path)  # a missing model: one line before the others are measured
+        if bad is not None:
+            raise UsageError(display_path(bad))
         key = os.path.realpath(path)
         if key in seen:
             raise UsageError(f"{path}: given twice (as {seen[key]}); compare different models")

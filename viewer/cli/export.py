@@ -7,7 +7,8 @@ import os
 import sys
 
 from viewer.cli._tflm import add_runtime_arg, is_tflm
-from viewer.cli._common import add_edit_args, add_model_args, edits_from_args, known_planners_help
+from viewer.cli._common import (add_edit_args, add_model_args, add_runtime_args, edits_from_args,
+                                known_planners_help, positive_seconds)
 from viewer.errors import UsageError
 from viewer.units import format_bytes
 
@@ -37,19 +38,16 @@ def add_parser(sub) -> None:
                    help="image height, 200..16384 (default 1000); see --width for the PNG limit")
     p.add_argument("--color-by", choices=("kind", "op"), default="kind",
                    help="colour tensors by kind (default) or by producer op type")
-    p.add_argument("--time-limit", type=float, default=None, metavar="S",
+    p.add_argument("--time-limit", type=positive_seconds, default=None, metavar="S",
                    help="time limit in seconds for an exact planner")
     p.add_argument("--compare", action="store_true",
                    help="draw the baseline (the model as stored) and the what-if edits side by "
                         "side on one y scale, with the delta; needs at least one edit flag")
-    p.add_argument("--measure", dest="measure", action="store_true", default=True,
-                   help="draw what check counts (the default): LiteRT's own arena with its kernel "
-                        "temporaries (estimated under a storage what-if)")
-    p.add_argument("--no-measure", dest="measure", action="store_false",
-                   help="plan the model's own tensors only, without running LiteRT (kernel "
+    add_runtime_args(
+        p, measure_help="draw what check counts (the default): LiteRT's own arena with its kernel "
+                        "temporaries (estimated under a storage what-if)",
+        no_measure_help="plan the model's own tensors only, without running LiteRT (kernel "
                         "temporaries missing; the title says so)")
-    p.add_argument("--timeout", type=float, default=120.0, metavar="S",
-                   help="seconds before the LiteRT process is killed (default 120)")
     add_edit_args(p)
     add_runtime_arg(p)
     p.set_defaults(run=run)
@@ -123,33 +121,49 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _run_compare(args: argparse.Namespace, out: str, edits) -> int:
-    """``export --compare``: baseline and what-if side by side (same planner on both)."""
+    """``export --compare``: baseline and what-if side by side, each what ``export`` draws alone:
+    the footprint check counts (kernel temporaries included, measured or estimated), or with
+    ``--no-measure`` the model's tensors only, said on both titles and the output line."""
     from viewer.export.image import export_compare
-    from viewer.planning.run import best_plan_name, run_planners
-    from viewer.whatif.pipeline import prepare
 
     if edits is None or edits.is_empty():
         raise UsageError(f"{out}: --compare needs what-if edits to compare with the baseline "
                          "(--input-shape, --batch, --activation-dtype or --tensor-dtype)")
+    if args.measure:
+        ba, bp, bnotes, bsuffix = _footprint_chart(args, None)
+        ea, ep, enotes, esuffix = _footprint_chart(args, edits)
+    else:
+        (ba, bp, bnotes), (ea, ep, enotes) = _planned_pair(args, edits)
+        bsuffix = esuffix = " — tensors only, kernel temporaries NOT included"
+    from viewer.export.chart_data import edits_label
+
+    name = os.path.basename(args.model)
+    export_compare((ba, bp, f"baseline: {name}{bsuffix}"),
+                   (ea, ep, f"what-if: {edits_label(edits)}{esuffix}"), out,
+                   width=args.width, height=args.height, color_by=args.color_by,
+                   subgraph=args.subgraph, force=args.force)
+    for note in dict.fromkeys([*bnotes, *enotes]):
+        print(f"note: {note}", file=sys.stderr)
+    left_out = " (kernel temporaries not included)" if "NOT included" in bsuffix + esuffix else ""
+    print(f"{out}: {bp.planner} / {ep.planner} plans, arena {format_bytes(bp.arena_bytes)} -> "
+          f"{format_bytes(ep.arena_bytes)}{left_out}, lower bound "
+          f"{format_bytes(ba.lower_bound_bytes)} -> "
+          f"{format_bytes(ea.lower_bound_bytes)}, {args.width}x{args.height}")
+    return 0
+
+
+def _planned_pair(args: argparse.Namespace, edits):
+    """((analysis, plan, notes) of the baseline, of the what-if): planned only, the same
+    planner on both sides (the baseline's best unless ``--planner``)."""
+    from viewer.planning.run import best_plan_name, run_planners
+    from viewer.whatif.pipeline import prepare
+
     base = prepare(args.model, args.subgraph, None)
     edited = prepare(base.model, args.subgraph, edits)
     names = None if args.planner is None else [args.planner]
     base_plans = run_planners(base.analysis.problem(), names, time_limit=args.time_limit)
     chosen = args.planner if args.planner is not None else best_plan_name(base_plans)
     edit_plans = run_planners(edited.analysis.problem(), [chosen], time_limit=args.time_limit)
-    bp, ep = base_plans[chosen], edit_plans[chosen]
-    from viewer.export.chart_data import edits_label
-
-    name = os.path.basename(args.model)
-    export_compare((base.analysis, bp, f"baseline: {name}"),
-                   (edited.analysis, ep, f"what-if: {edits_label(edits)}"), out,
-                   width=args.width, height=args.height, color_by=args.color_by,
-                   subgraph=args.subgraph, force=args.force)
-    for note in edited.notes:
-        print(f"note: {note}", file=sys.stderr)
-    print(f"{out}: {chosen} plans, arena {format_bytes(bp.arena_bytes)} -> "
-          f"{format_bytes(ep.arena_bytes)}, lower bound "
-          f"{format_bytes(base.analysis.lower_bound_bytes)} -> "
-          f"{format_bytes(edited.analysis.lower_bound_bytes)}, {args.width}x{args.height}")
-    return 0
-
+    why = "planned only (--no-measure): kernel temporaries are not included"
+    return ((base.analysis, base_plans[chosen], [why]),
+            (edited.analysis, edit_plans[chosen], [*edited.notes, why]))

@@ -10,10 +10,10 @@ from __future__ import annotations
 
 import argparse
 import json
-import math
 import sys
 
 from viewer.cli import _cgroup
+from viewer.cli._common import add_runtime_args
 from viewer.cli._tflm import add_runtime_arg, is_tflm, run_measure as run_tflm_measure
 from viewer.errors import UsageError
 from viewer.units import format_bytes
@@ -38,8 +38,7 @@ def add_parser(sub) -> None:
     p.add_argument("model", metavar="MODEL", help="a .tflite model")
     p.add_argument("--runs", type=int, default=3, metavar="N",
                    help=f"invocations per process, 1..{MAX_RUNS} (default 3; the first is reported apart)")
-    p.add_argument("--timeout", type=float, default=120.0, metavar="S",
-                   help="seconds before a runtime process is killed (default 120)")
+    add_runtime_args(p, timeout_help="seconds before a runtime process is killed")
     p.add_argument("--no-xnnpack", action="store_true", help="skip the run with XNNPACK")
     p.add_argument("--json", action="store_true", help="print one JSON object instead of a table")
     add_runtime_arg(p)
@@ -55,12 +54,15 @@ def run(args: argparse.Namespace) -> int:
     if args.runs > MAX_RUNS:
         raise UsageError(f"--runs {args.runs}: at most {MAX_RUNS:,d} invocations per process (page "
                          "faults and VmHWM settle after the first few; the default is 3)")
-    if not (math.isfinite(args.timeout) and args.timeout > 0):
-        raise UsageError(f"--timeout {args.timeout:g}: need a positive, finite number of seconds")
     if is_tflm(args):
         return run_tflm_measure(args)
     if args.cgroup:
         return _cgroup.run(args)
+    from viewer.model.reader import load_model
+
+    # A file that is no flatbuffer: our reader says what is wrong (LiteRT only "not a valid
+    # Flatbuffer"); graphs it reads but LiteRT refuses are left to LiteRT to say.
+    load_model(args.model, graph_rules=False)
     report = measure_report(args.model, args.runs, args.timeout, xnnpack=not args.no_xnnpack)
     report["footprint"] = _footprint_terms(args.model, args.timeout)
     if args.json:
@@ -152,6 +154,9 @@ def _print_table(r: dict) -> None:
     else:
         w(f"    beyond the arena        {_b(s['anonymous_beyond_arena_bytes'])}   (interpreter and "
           "kernel state; the harness's own allocations not in it)\n")
+    if s.get("xnnpack_added_by_model_bytes") is not None:
+        w(f"  with XNNPACK: added       {_b(s['xnnpack_added_by_model_bytes'])}   (the same growth "
+          "in the XNNPACK process: its packed weights and workspace included)\n")
     w(f"  harness (measured apart)  {_b(s['harness_bytes'])}   (our random inputs, made "
       "before the interpreter; Python, numpy and LiteRT in the baseline)\n")
     c = r["cgroup"]

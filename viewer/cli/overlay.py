@@ -10,7 +10,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-from viewer.cli._common import add_edit_args, add_model_args, edits_from_args
+from viewer.cli._common import add_edit_args, add_model_args, add_runtime_args, edits_from_args
 from viewer.cli._tflm import add_runtime_arg, is_tflm
 from viewer.errors import UsageError
 from viewer.units import format_bytes
@@ -39,25 +39,24 @@ def add_parser(sub) -> None:
     p.add_argument("--planner", default="litert", metavar="NAME",
                    help="plan whose offsets give arena_top_bytes (default litert; tflm_greedy "
                         "under --runtime tflm)")
-    p.add_argument("--no-measure", dest="measure", action="store_false",
-                   help="do not run the runtime: kernel temporaries (TFLM: scratch) are then "
-                        "missing (said in the file)")
-    p.add_argument("--timeout", type=float, default=120.0, metavar="S",
-                   help="seconds for the TFLM run (--runtime tflm)")
+    add_runtime_args(p, no_measure_help="do not run the runtime: kernel temporaries (TFLM: "
+                                        "scratch) are then missing (said in the file)",
+                     timeout_help="seconds before the runtime process (LiteRT, or TFLM under "
+                                  "--runtime tflm) is killed")
     add_runtime_arg(p)
     p.add_argument("--force", action="store_true", help="replace FILE.json if it exists")
     add_edit_args(p)
     p.set_defaults(run=run)
 
 
-def _overlays(model, entry: int, edits, planner: str, measure: bool, indices):
+def _overlays(model, entry: int, edits, planner: str, measure: bool, indices, timeout: float):
     from viewer.export.overlay import subgraph_overlay
     from viewer.whatif.footprint import footprint
 
     out, notes = [], []
     for i in indices:
         fp = footprint(model, i, edits if i == entry else None, planner=planner,
-                       measure=measure and i == entry)
+                       measure=measure and i == entry, timeout=timeout)
         notes.extend(fp.notes if i == entry else ())
         out.append(subgraph_overlay(model, i, fp.analysis, fp.plan, fp.measured))
     return out, notes
@@ -98,7 +97,8 @@ def run(args: argparse.Namespace) -> int:
     if is_tflm(args):
         subs, notes = _tflm_overlays(args)
     else:
-        subs, notes = _overlays(model, args.subgraph, edits, args.planner, args.measure, indices)
+        subs, notes = _overlays(model, args.subgraph, edits, args.planner, args.measure, indices,
+                                args.timeout)
     if args.format == "model-explorer":
         doc = model_explorer_node_data(subs, args.value, label)
         for s in subs:

@@ -7,7 +7,9 @@ import json
 import sys
 
 from viewer.cli._tflm import add_runtime_arg, is_tflm, run_plan as run_tflm_plan
-from viewer.cli._common import add_edit_args, add_model_args, edits_from_args, known_planners_help, planner_choice
+from viewer.cli._deployment import add_deployment_args, run_plan as run_deployment_plan, wanted as deployment_wanted
+from viewer.cli._common import (add_edit_args, add_model_args, add_runtime_args, edits_from_args,
+                                known_planners_help, planner_choice)
 from viewer.analysis.types import KIND_TEMPORARY
 from viewer.errors import UsageError, ViewerError
 from viewer.export.paths import check_output_path
@@ -36,13 +38,12 @@ def add_parser(sub) -> None:
     p.add_argument("--force", action="store_true",
                    help="replace the --export-csv file when it exists (without it, it is refused)")
     p.add_argument("--top", type=_top, default=10, metavar="K", help="rows of the widest operator's profile (default 10)")
-    p.add_argument("--measure", action="store_true",
-                   help="also run LiteRT (subprocess) and plan with its kernel temporaries (im2col, "
-                        "scratch); adds the runtime's own arena as 'litert_measured'")
-    p.add_argument("--timeout", type=float, default=60.0, metavar="S",
-                   help="seconds for the runtime subprocess with --measure (default 60)")
+    add_runtime_args(p, measure_help="also run LiteRT (subprocess) and plan with its kernel "
+                     "temporaries (im2col, scratch); adds the runtime's own arena as 'litert_measured'",
+                     timeout=60.0, timeout_help="seconds for the runtime subprocess with --measure")
     add_edit_args(p)
     add_runtime_arg(p)
+    add_deployment_args(p)
     p.set_defaults(run=run)
 
 
@@ -61,6 +62,8 @@ def run(args: argparse.Namespace) -> int:
         raise UsageError(f"--time-limit must be a positive number of seconds, got {args.time_limit}")
     if args.export_csv:
         check_output_path(args.export_csv, args.model, what="CSV problem", force=args.force)
+    if deployment_wanted(args):  # several signatures in one interpreter, KV caches counted once
+        return run_deployment_plan(args)
     if is_tflm(args):
         return run_tflm_plan(args)
     edits = edits_from_args(args)

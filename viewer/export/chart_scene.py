@@ -15,7 +15,7 @@ import numpy as np
 import pyqtgraph as pg
 from pyqtgraph.Qt import QtCore, QtGui
 
-from viewer.export.chart_data import ChartData, temporaries_text
+from viewer.export.chart_data import ChartData, breadth_steps, temporaries_text
 from viewer.export.chart_items import (  # noqa: F401 (re-exported: imported from here)
     FADED_ALPHA,
     LEGEND_PT,
@@ -276,7 +276,8 @@ def _gap_text(data: ChartData) -> str:
 
 def build_chart(data: ChartData, layout: pg.GraphicsLayout, *, legend_cols: int = 1,
                 legend: str = "right", title_pt: float = 13.0,
-                temporaries_line: bool = False, size: tuple[float, float] | None = None) -> ChartPlot:
+                temporaries_line: bool = False, size: tuple[float, float] | None = None,
+                curve_steps: int | None = None) -> ChartPlot:
     """Fill ``layout`` with the complete chart of ``data``.
 
     Rows: the title; the packing plot (x = operator index in execution order, y = arena
@@ -305,6 +306,9 @@ def build_chart(data: ChartData, layout: pg.GraphicsLayout, *, legend_cols: int 
     size : (float, float), optional
         Pixels the chart will get, when the layout does not have its size yet (a sub-layout
         of a compare image); default the layout's geometry.
+    curve_steps : int, optional
+        Most steps of the breadth curve (:func:`viewer.export.chart_data.breadth_steps`:
+        longer graphs keep each run's peak and trough); None (the window) draws every operator.
 
     When the layout's height leaves the packing plot less than :data:`MIN_PACKING_PX`, the
     legend, then the notes line, then the breadth curve are left out (:func:`choose_rows`;
@@ -454,9 +458,9 @@ def build_chart(data: ChartData, layout: pg.GraphicsLayout, *, legend_cols: int 
     lb_line.label.setVisible(False)  # named by the arena's label (and the breadth curve's)
 
     # Breadth curve.
-    xs = np.arange(len(data.breadth) + 1, dtype=np.float64)
+    xs, ys_curve = breadth_steps(data.breadth, curve_steps)
     curve = pg.PlotDataItem(
-        xs, data.breadth.astype(np.float64) / bs, stepMode="center", fillLevel=0,
+        xs, ys_curve / bs, stepMode="center", fillLevel=0,
         brush=pg.mkBrush(THEME["breadth_fill"]), pen=_pen(THEME["breadth"], 1.5),
     )
     breadth.addItem(curve)

@@ -24,6 +24,9 @@ MIN_SIZE, MAX_SIZE = 200, 16384
 #: its default 256 MB allocation limit (``QImageReader::allocationLimit``); ImageMagick's default
 #: policy (area 128MP, width/height 16KP) refuses 16384 x 16384. Larger charts: SVG.
 PNG_MAX_PIXELS = 8192 * 8192
+#: An exported breadth curve has at most this many steps per pixel of image width; a longer
+#: graph's curve keeps each run's peak and trough (:func:`viewer.export.chart_data.breadth_steps`).
+CURVE_STEPS_PER_PX = 4
 
 
 def ensure_qt_app():
@@ -290,7 +293,7 @@ def build_chart_widget(data, width: int, height: int, *, faded=None):
     widget.ci.setGeometry(0, 0, width, height)
     chart = build_chart(data, widget.ci, legend="right" if width >= 1000 else "top",
                         title_pt=13.0 if width >= 1000 else (11.0 if width >= 600 else 9.5),
-                        temporaries_line=True)
+                        temporaries_line=True, curve_steps=CURVE_STEPS_PER_PX * width)
     if faded is not None:
         chart.item.set_faded(faded)
     return widget, chart
@@ -338,7 +341,8 @@ def build_compare_widget(left, right, width: int, height: int):
         sub = widget.ci.addLayout(row=1, col=col)
         plot = build_chart(data, sub, legend="top", title_pt=11.0 if width >= 1200 else 9.5,
                            temporaries_line=notes,
-                           size=(width / 2, height - heading.minimumHeight() - 10))
+                           size=(width / 2, height - heading.minimumHeight() - 10),
+                           curve_steps=CURVE_STEPS_PER_PX * width // 2)
         fit_legend(plot.legend, width / 2 - 40)
         for item in (plot.title, plot.notes):
             if item is not None:

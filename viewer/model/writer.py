@@ -345,3 +345,4 @@ def _tensor_map(name: str, index: int):
     m.name = name
     m.tensorIndex = index
     return m
+

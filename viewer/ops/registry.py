@@ -32,7 +32,8 @@ _RUNTIME_ONLY = [
     OpSpec("DENSIFY", "runtime", persistent_folding=True),
     OpSpec("BITCAST", "runtime", inplace=InPlace((0,), True)),
     OpSpec("DYNAMIC_UPDATE_SLICE", "runtime", inplace=InPlace((0,), False)),
-    # READ_VARIABLE makes its output dynamic in Prepare (read_variable.cc; measured, LiteRT 2.3).
+    # READ_VARIABLE makes its output dynamic in Prepare when it has no dims (scalar/unranked in
+    # the file; a ranked one stays in the arena): read_variable.cc; measured, LiteRT 2.3.
     OpSpec("READ_VARIABLE", "runtime", dynamic_output=True),
 ]
 

@@ -13,7 +13,7 @@ from dataclasses import dataclass, field, fields
 
 import numpy as np
 
-from viewer.planning._mm_sweep import Sweep, _expand
+from viewer.planning._mm_sweep import Sweep, section_loads
 
 #: Search outcomes.
 FEASIBLE = "feasible"
@@ -116,7 +116,7 @@ class _Solver:
         # Unplaced bytes per section, plus one spare entry so reduceat can end at S.
         self.total_pad = np.zeros(S + 1, np.int64)
         self.total = self.total_pad[:S]
-        np.add.at(self.total, _expand(sw.sec_lo, sw.sec_hi)[0], _expand(sw.sec_lo, sw.sec_hi, size)[1])
+        self.total[:] = section_loads(sw.sec_lo, sw.sec_hi, size, S)
         # cuts[s]: buffers (unplaced) live in both section s and s + 1.
         self.cuts = np.zeros(max(S - 1, 0), np.int64)
         for i in range(n):

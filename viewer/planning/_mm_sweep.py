@@ -2,7 +2,8 @@
 
 Sections (the buffers live just before each distinct end time), partitions (runs of time where
 some buffer is always live) and the pairwise overlaps; :mod:`viewer.planning._mm_search`
-searches over them.
+searches over them. :func:`section_spans` and :func:`section_loads` are the one definition of a
+section and its breadth, also used by the lower bounds (:mod:`viewer.planning.bounds`).
 """
 
 from __future__ import annotations
@@ -34,6 +35,34 @@ class Sweep:
     overlaps: list
     partitions: list
     num_sections: int
+
+
+def section_spans(start, end) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The sections of half-open usage intervals ``[start, end)`` and each buffer's span of them.
+
+    Section ``k`` is the instant just before ``times[k]``, the ``k``-th distinct end time; a
+    buffer is live in it iff ``start < times[k] <= end``. These are :func:`sweep`'s sections
+    (``sec_lo``, ``sec_hi`` equal ``lo``, ``hi``), found with two binary searches.
+
+    Returns
+    -------
+    times : ndarray of int, shape (S,)
+    lo, hi : ndarray of int, shape (n,)
+        Buffer ``i`` lies in sections ``lo[i] <= k < hi[i]``.
+    """
+    start, end = np.asarray(start, np.int64), np.asarray(end, np.int64)
+    times = np.unique(end)
+    return (times, np.searchsorted(times, start, side="right"),
+            np.searchsorted(times, end, side="right"))
+
+
+def section_loads(lo: np.ndarray, hi: np.ndarray, size: np.ndarray, num_sections: int) -> np.ndarray:
+    """Bytes live in each of ``num_sections`` sections: the sum of ``size[i]`` over the buffers
+    whose span ``lo[i] <= k < hi[i]`` holds section ``k`` (shape (num_sections,), int64)."""
+    delta = np.zeros(int(num_sections) + 1, np.int64)
+    np.add.at(delta, np.asarray(lo, np.int64), np.asarray(size, np.int64))
+    np.add.at(delta, np.asarray(hi, np.int64), -np.asarray(size, np.int64))
+    return np.cumsum(delta)[:-1]
 
 
 def sweep(start: np.ndarray, end: np.ndarray) -> Sweep:
@@ -94,10 +123,3 @@ def sweep(start: np.ndarray, end: np.ndarray) -> Sweep:
     parts = [(np.array(p[0], np.int64), p[1]) for p in partitions]
     return Sweep(sec_lo, sec_hi, members, overlaps, parts, len(sections))
 
-
-def _expand(lo: np.ndarray, hi: np.ndarray, w: np.ndarray | None = None):
-    """Indices ``lo[i] <= s < hi[i]`` for every i, and the matching weights."""
-    counts = hi - lo
-    idx = np.repeat(lo - np.concatenate([[0], np.cumsum(counts)[:-1]]), counts) + np.arange(counts.sum())
-    weights = np.repeat(w, counts) if w is not None else None
-    return idx, weights

@@ -13,6 +13,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from viewer.planning._mm_sweep import section_loads as _loads, section_spans
+
 
 def size_granularity(size: np.ndarray, alignment: int = 1) -> int:
     """Bytes of which some optimal arena is a multiple.
@@ -92,7 +94,8 @@ class SubsetBound:
 
 
 def section_loads(start: np.ndarray, end: np.ndarray, size: np.ndarray):
-    """Breadth of every section (the buffers live just before each distinct end time).
+    """Breadth of every section (the buffers live just before each distinct end time), as the
+    exact search sweeps them (:func:`viewer.planning._mm_sweep.section_spans`).
 
     Parameters
     ----------
@@ -108,15 +111,8 @@ def section_loads(start: np.ndarray, end: np.ndarray, size: np.ndarray):
     loads : ndarray of int, shape (S,)
         Bytes live in each section.
     """
-    start, end, size = (np.asarray(a, np.int64) for a in (start, end, size))
-    times = np.unique(end)
-    # A buffer is live in section k iff start < times[k] <= end.
-    lo = np.searchsorted(times, start, side="right")
-    hi = np.searchsorted(times, end, side="right")
-    delta = np.zeros(len(times) + 1, np.int64)
-    np.add.at(delta, lo, size)
-    np.add.at(delta, hi, -size)
-    return times, np.cumsum(delta)[:-1]
+    times, lo, hi = section_spans(start, end)  # live in section k iff start < times[k] <= end
+    return times, _loads(lo, hi, size, len(times))
 
 
 def window_subset(start, end, size, times, first: int, last: int, clip: bool = False) -> Subset:

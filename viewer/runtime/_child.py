@@ -396,10 +396,12 @@ def _random_inputs(interp, seed: int = 0):
 
 
 def measure(path: str, runs: int, resolver: str) -> dict:
-    """The ``measure`` mode: :func:`viewer.runtime._child_measure.measure` (this module's hooks)."""
+    """The ``measure`` mode: :func:`viewer.runtime._child_measure.measure` with this module's
+    functions (not imported there a second time: this module runs as ``__main__``)."""
     from viewer.runtime._child_measure import measure as run
 
-    return run(path, runs, resolver, hook=_hook)
+    return run(path, runs, resolver, hook=_hook, make_interpreter=_make_interpreter,
+               litert_version=_litert_version)
 
 
 def baseline() -> dict:

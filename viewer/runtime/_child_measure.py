@@ -177,7 +177,7 @@ def _sizes(status: dict, roll: dict, linux: bool) -> dict:
             "anonymous_bytes": g(roll, "Anonymous")}
 
 
-def measure(path: str, runs: int, resolver: str, hook=lambda stage: None) -> dict:
+def measure(path: str, runs: int, resolver: str, *, hook, make_interpreter, litert_version) -> dict:
     """Measure ``runs`` invocations of ``path`` in this process (see the module docstring).
 
     Returns
@@ -187,13 +187,15 @@ def measure(path: str, runs: int, resolver: str, hook=lambda stage: None) -> dic
         ``anonymous_bytes`` at the end; ``baseline`` and ``before_interpreter`` (the same sizes at
         those snapshots); ``model_mapping_rss_bytes``; page faults and seconds per phase;
         ``late_inputs``; ``heap_trimmed`` (False: no glibc, free heap pages may hide some of
-        the interpreter's allocations). Sizes in bytes, None off Linux. ``hook(stage)`` is called at
-        "loaded", "allocated" and "measured" (the child's test hooks).
+        the interpreter's allocations). Sizes in bytes, None off Linux.
+
+    ``hook(stage)`` is called at "loaded", "allocated" and "measured" (the child's test hooks);
+    ``make_interpreter(path, resolver)`` and ``litert_version()`` are the child's own
+    (:mod:`viewer.runtime._child`), so interpreters are built as the probe builds them.
     """
     import numpy  # noqa: F401  (imported before the baseline, like the runtime itself)
     from ai_edge_litert import interpreter  # noqa: F401
 
-    from viewer.runtime._child import _litert_version, _make_interpreter
     from viewer.runtime._child_proc import _delta, _faults, _mapping_rss, _smaps_rollup, _status
 
     _faults()  # imports resource before the baseline
@@ -205,7 +207,7 @@ def measure(path: str, runs: int, resolver: str, hook=lambda stage: None) -> dic
     pre_status, pre_roll = _status(), _smaps_rollup()
     f0 = _faults()
     t0 = time.perf_counter()
-    interp = _make_interpreter(path, resolver)
+    interp = make_interpreter(path, resolver)
     hook("loaded")
     interp.allocate_tensors()
     hook("allocated")
@@ -245,5 +247,5 @@ def measure(path: str, runs: int, resolver: str, hook=lambda stage: None) -> dic
         "seconds_load": t1 - t0,
         "seconds_first_run": t2 - t1,
         "seconds_later_runs": t3 - t2 if runs > 1 else None,
-        "litert_version": _litert_version(),
+        "litert_version": litert_version(),
     }

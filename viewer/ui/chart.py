@@ -11,14 +11,15 @@ from __future__ import annotations
 import numpy as np
 import pyqtgraph as pg
 from PySide6.QtCore import QEvent, QObject, QPointF, QRect, QRectF, Qt, Signal
-from PySide6.QtGui import QAction, QCursor
+from PySide6.QtGui import QCursor
 from PySide6.QtWidgets import QApplication, QMenu, QToolTip, QVBoxLayout, QWidget
 
 from viewer.analysis.types import Analysis
 from viewer.export.chart_data import COLOR_MODES, ChartData, build_chart_data
 from viewer.export.chart_scene import THEME, ChartPlot, build_chart, choose_rows, fit_legend
 from viewer.planning.types import Plan
-from viewer.units import format_bytes
+from viewer.ui.chart_text import STORAGE_DTYPES  # noqa: F401 (re-exported: the menu's dtypes)
+from viewer.ui.chart_text import breadth_tip, fill_dtype_menu, tensor_tip
 
 #: Colour of the selected tensor's outline and of its producer/consumer columns.
 SELECT_PEN = (20, 20, 20)
@@ -29,9 +30,6 @@ PAN_STEP = 0.1  # keyboard pan: fraction of the visible range per arrow press
 #: How long a tensor's tooltip stays while the mouse rests on it, ms (Qt's default, ~10-20 s
 #: for this text, would drop it while the user is still reading).
 TOOLTIP_MS = 10 * 60 * 1000
-#: Storage precisions offered by a rectangle's context menu (``viewer.whatif.apply``'s
-#: ``ACTIVATION_DTYPES``, in menu order).
-STORAGE_DTYPES = ("float16", "bfloat16", "int8", "float32")
 
 
 class PackingChart(QWidget):
@@ -199,57 +197,13 @@ class PackingChart(QWidget):
         return self._chart
 
     def tooltip_text(self, tensor: int) -> str:
-        """The hover text of ``tensor``: name, shape, dtype, bytes, producer, consumers,
-        usage interval (inclusive operator indices) and offset."""
-        a, d = self._analysis, self._data
-        if a is None or d is None:
-            return ""
-        u = a.usage(tensor)
-        row = d.row_of(tensor)
-        if u is None or row is None:
-            return ""
-        sg = a.subgraph
-        if 0 <= tensor < len(sg.tensors):
-            t = sg.tensors[tensor]
-            shape = "x".join(str(s) for s in t.shape) or "scalar"
-            dtype = t.dtype
-        else:
-            shape, dtype = "-", "-"
-        prod = "-" if u.producer is None else f"#{u.producer} {a.op_name(u.producer)}"
-        if u.producer is None and str(d.producer_op[row]) != "-":
-            prod = str(d.producer_op[row])
-        cons = ", ".join(f"#{c} {a.op_name(c)}" for c in u.consumers[:6]) or "-"
-        if len(u.consumers) > 6:
-            cons += f", ... ({len(u.consumers)} in all)"
-        offset = int(d.y0[row])
-        lines = [
-            f"<b>{_esc(a.tensor_name(tensor))}</b> (tensor {tensor}, {u.kind})",
-            f"shape {shape}, {dtype}" if shape != "-" else
-            "kernel temporary: the runtime's scratch for its operator, live only while it runs",
-            f"{format_bytes(u.nbytes)} ({u.nbytes:,d} B)",
-            f"producer: {_esc(prod)}",
-            f"consumers: {_esc(cons)}",
-            f"interval: operators {u.first_op}..{u.last_op} ({u.held_ops} held)",
-            f"offset: {format_bytes(offset)} ({offset:,d} B)",
-        ]
-        if u.alias_of is not None:
-            lines.append(f"in-place: shares the bytes of tensor {u.alias_of}")
-        return _tip_lines(lines)
+        """The hover text of ``tensor`` (:func:`viewer.ui.chart_text.tensor_tip`)."""
+        return tensor_tip(self._analysis, self._data, tensor)
 
     def breadth_tooltip_text(self, op: int) -> str:
-        """The hover text of operator ``op``'s column on the breadth curve: its op type, its
-        operator breadth (bytes live while it runs) and how many tensors that is."""
-        a, d = self._analysis, self._data
-        if a is None or d is None or not 0 <= op < d.num_ops:
-            return ""
-        breadth = int(d.breadth[op])
-        widest = " (the widest operator)" if op == d.widest_op else ""
-        return _tip_lines([
-            f"<b>#{op} {_esc(a.op_name(op))}</b>{widest}",
-            f"breadth {format_bytes(breadth)} ({breadth:,d} B): "
-            f"{len(a.operator_profile(op))} tensors live",
-            "click for its operator profile",
-        ])
+        """The hover text of operator ``op``'s column on the breadth curve
+        (:func:`viewer.ui.chart_text.breadth_tip`)."""
+        return breadth_tip(self._analysis, self._data, op)
 
     def set_tensor_dtypes(self, tensor_dtypes) -> None:
         """The per-tensor storage what-ifs in force (tensor index -> dtype), so the context
@@ -271,38 +225,15 @@ class PackingChart(QWidget):
 
     def context_menu(self, tensor: int) -> QMenu:
         """The context menu of ``tensor``'s rectangle: "Store as float16 / bfloat16 / int8 /
-        float32" and "Reset to the model's dtype", each emitting :attr:`tensor_dtype_requested`.
-
-        A kernel temporary (sized by its kernel, not by a dtype) gets the entries disabled.
+        float32" and "Reset to the model's dtype", each emitting :attr:`tensor_dtype_requested`
+        (:func:`viewer.ui.chart_text.fill_dtype_menu`). A kernel temporary gets them disabled.
         """
         if self._menu is not None:
             self._menu.close()
             self._menu.deleteLater()
         menu = self._menu = QMenu(self)
-        a = self._analysis
-        sg = a.subgraph if a is not None else None
-        in_model = sg is not None and 0 <= tensor < len(sg.tensors)
-        title = menu.addAction(f"{a.tensor_name(tensor) if a is not None else tensor} (tensor {tensor})")
-        title.setEnabled(False)
-        menu.addSeparator()
-        current = self._tensor_dtypes.get(tensor)
-        stored = sg.tensors[tensor].dtype if in_model else None
-        for dtype in STORAGE_DTYPES:
-            act = QAction(f"Store as {dtype}", menu)
-            act.setCheckable(True)
-            act.setChecked(dtype == (current or stored))
-            act.setEnabled(in_model)
-            act.setData(dtype)
-            act.triggered.connect(lambda _=False, d=dtype: self.tensor_dtype_requested.emit(tensor, d))
-            menu.addAction(act)
-        menu.addSeparator()
-        reset = menu.addAction("Reset to the model's dtype")
-        reset.setData("")
-        reset.setEnabled(in_model and current is not None)
-        reset.triggered.connect(lambda _=False: self.tensor_dtype_requested.emit(tensor, ""))
-        if not in_model:
-            note = menu.addAction("kernel temporary: sized by its kernel")
-            note.setEnabled(False)
+        fill_dtype_menu(menu, self._analysis, tensor, self._tensor_dtypes.get(tensor),
+                        lambda d: self.tensor_dtype_requested.emit(tensor, d))
         return menu
 
     def export(self, path: str, width: int, height: int) -> None:
@@ -615,13 +546,3 @@ class PackingChart(QWidget):
         """Scene position of data point (x operators, y bytes) of the packing plot."""
         vb = self._chart.packing.getViewBox()
         return vb.mapViewToScene(QPointF(x, y / self._chart.y_scale))
-
-
-def _esc(s: str) -> str:
-    return s.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
-
-
-def _tip_lines(lines: list[str]) -> str:
-    """Rich tooltip text, one field a line: Qt word-wraps rich tooltips to a narrow width
-    otherwise, breaking e.g. a shape away from its tensor name."""
-    return "<br>".join(f"<nobr>{line}</nobr>" for line in lines)

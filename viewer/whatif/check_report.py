@@ -42,7 +42,8 @@ def other_signatures_unknown(model, subgraph_index: int) -> str:
     if not others:
         return ""
     return (f"the model has other signatures ({others}) that this check did not count, "
-            "each with its own arena: check each with --signature KEY")
+            "each with its own arena: check each with --signature KEY, or all together with "
+            "--signatures all")
 
 
 def invoke_qualifier(fp: Footprint, verdict: str, used: int, limit: int) -> str:
