@@ -43,6 +43,32 @@ def _is_model_url(url) -> bool:
     return url.isLocalFile() and url.toLocalFile().lower().endswith(".tflite")
 
 
+def _signature_suffix(resp) -> str:
+    """" (signature KEY)" when the model has several signatures and the shown subgraph runs
+    one: the chart's title then says which ("subgraph 1" alone does not); "" otherwise."""
+    sigs = getattr(resp.model, "signatures", ()) or ()
+    keys = [s.key for s in sigs if s.subgraph_index == resp.request.subgraph]
+    return f" (signature {', '.join(keys)})" if len(sigs) > 1 and keys else ""
+
+
+def _placeholder_suffix(resp) -> str:
+    """" (dynamic input: drawn at its placeholder shape 1x1x1x3; set it in What if)" while a
+    graph input has a dynamic dimension past the batch that no edit sets: the arena drawn is
+    the placeholder's (check says "cannot tell" until ``--input-shape`` is given)."""
+    from viewer.whatif.footprint import unresolved_dynamic_inputs
+
+    try:
+        open_dims = unresolved_dynamic_inputs(resp.model, resp.request.subgraph, resp.request.edits)
+    except Exception:  # a title is never worth a failed view
+        return ""
+    if not open_dims:
+        return ""
+    sg = resp.analysis.subgraph
+    shapes = ", ".join("x".join(str(d) for d in sg.tensors[t].shape) for t in sg.inputs
+                       if t >= 0 and any(d == -1 for d in (sg.tensors[t].shape_signature or ())[1:]))
+    return f" (dynamic input: drawn at its placeholder shape {shapes}; set it in What if)"
+
+
 class MainWindow(QMainWindow):
     """Arena Viewer's window.
 
@@ -413,7 +439,8 @@ class MainWindow(QMainWindow):
             self.whatif.set_verdict("")
             return
         plan = resp.plans[planner]
-        name = titled_model_name(os.path.basename(resp.model.path), resp.request.edits)
+        name = titled_model_name(os.path.basename(resp.model.path) + _signature_suffix(resp),
+                                 resp.request.edits) + _placeholder_suffix(resp)
         if resp.temporaries_estimated:
             name += ESTIMATED_TITLE
         tiled = self.tiling.view

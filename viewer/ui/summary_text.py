@@ -17,7 +17,8 @@ def _html(text: str) -> str:
 
 
 def _b(n: int) -> str:
-    return f"{format_bytes(n)} ({n:,} B)"
+    """"8.3 MiB (8,727,840 B)"; below 1 KiB the figure once ("68 B", never "68 B (68 B)")."""
+    return f"{format_bytes(n)} ({n:,} B)" if abs(n) >= 1024 else format_bytes(n)
 
 
 #: Moved operators listed in the reorder section before "... N more".
