@@ -21,7 +21,8 @@ from typing import Any
 from viewer.whatif.check_report import (budget_json, dynamic_batch, invoke_qualifier,
                                         other_signatures_unknown, runtime_configuration, verdict_text)
 from viewer.whatif.footprint import SOURCE_ESTIMATED, SOURCE_MEASURED, Term
-from viewer.whatif.verdict import BatchGrowth, budget_terms, largest_batch_answer, total_bytes, verdict
+from viewer.whatif.verdict import (BatchGrowth, budget_terms, largest_batch_answer, margin_unknown,
+                                   total_bytes, verdict)
 
 #: Where the tiled term's figure comes from, by the window's label (TilingController.counted_arena).
 _TILED_MEASURED = "measured by LiteRT"
@@ -88,8 +89,11 @@ def window_check(resp, settings, tiled: tuple[int, str] | None = None,
         src = SOURCE_MEASURED if _TILED_MEASURED in tiled[1] else SOURCE_ESTIMATED
         terms[0] = Term("tensor arena", int(tiled[0]), src, tiled[1])
         unknowns = [u for u in unknowns if not u.startswith("kernel temporaries")]
-    fp = dataclasses.replace(fp, unknowns=tuple(unknowns))
     used = total_bytes(terms)
+    within = margin_unknown(terms, used, limit)
+    if within:  # a "fits" a measurement's own margin could turn, as check says
+        unknowns.append(within)
+    fp = dataclasses.replace(fp, unknowns=tuple(unknowns))
     result = verdict(used, limit, unknowns)
     batch = edits.batch or 1 if edits is not None else 1
     growth = getattr(resp, "batch_growth", None)

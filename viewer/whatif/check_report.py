@@ -117,7 +117,8 @@ def budget_json(fp: Footprint, terms, *, limit: int, used: int, verdict: str, te
         "sized_at_invoke": fp.invoke_sizing.as_dict() if fp.invoke_sizing is not None else None,
         "unknowns": list(fp.unknowns),
         "terms": [{"name": t.name, "bytes": int(t.bytes), "source": t.source, "method": t.method,
-                   "counted": t.counted} for t in terms],
+                   "counted": t.counted, "margin_bytes": int(getattr(t, "margin", 0))}
+                  for t in terms],
         "limit_bytes": int(limit),
         "measured": fp.measured,
         "counted_arena": f"{terms[0].source}: {terms[0].method}",
