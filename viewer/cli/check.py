@@ -26,7 +26,7 @@ import math
 import sys
 import time
 
-from viewer.cli._common import add_model_args, known_planners_help
+from viewer.cli._common import StoreOnce, positive_seconds, add_model_args, known_planners_help
 from viewer.cli._delegate_check import add_delegate_args, delegate_spec, run_delegate_check
 from viewer.cli._tile_check import add_tile_arg, apply_tile
 from viewer.cli._deployment import add_deployment_args, run_check as run_deployment_check, wanted as deployment_wanted
@@ -62,7 +62,7 @@ def add_parser(sub) -> None:
         "fits, 1 when not.",
     )
     add_model_args(p)
-    p.add_argument("--budget", required=True, metavar="SIZE", help=f"device limit in {SIZE_SYNTAX}")
+    p.add_argument("--budget", required=True, action=StoreOnce, metavar="SIZE", help=f"device limit in {SIZE_SYNTAX}")
     p.add_argument("--planner", default="litert", metavar="NAME",
                    help="also print what the arena would be with this planner's layout, as a "
                         "what-if: best (the smallest non-exact plan) or one of: "
@@ -71,9 +71,9 @@ def add_parser(sub) -> None:
     p.add_argument("--no-measure", dest="measure", action="store_false",
                    help="plan only, without running LiteRT: kernel temporaries are then missing "
                         "and the runtime's arena may be larger")
-    p.add_argument("--time-limit", type=float, default=None, metavar="S",
+    p.add_argument("--time-limit", type=positive_seconds, default=None, metavar="S",
                    help="seconds for an exact planner (optimal), > 0")
-    p.add_argument("--timeout", type=float, default=120.0, metavar="S",
+    p.add_argument("--timeout", type=positive_seconds, default=120.0, metavar="S",
                    help="seconds before the LiteRT process is killed (default 120)")
     p.add_argument("--runtime-overhead", default=None, metavar="SIZE",
                    help="runtime overhead added to the sum instead of the measured one (by "
