@@ -1,7 +1,7 @@
 """plan, check and export at 10k, 50k and 100k operators: seconds and peak RSS per command.
 
     .venv/bin/python benchmarks/bench_scale.py [--sizes 10000,50000,100000] [--timeout 120]
-                                               [--commands plan,check,check-measured,export]
+                                               [--commands plan,check,check-measured,export,export-svg]
 
 The models are built in code (LiteRT's schema object API, cached in a temporary folder): a
 chain of ADD operators on 8 KiB float tensors, ``t[k+1] = ADD(t[k], t[j])``, where ``j`` is
@@ -16,7 +16,9 @@ machine the wall time mostly measures the others' load (the load average is prin
 CPU time is the fair figure then. ``plan`` runs every fast planner (``--planner all``: naive,
 litert, greedy_by_size, greedy_by_breadth, strip_packing) and verifies each plan; ``check``
 plans only (``--no-measure``); ``check-measured`` also runs LiteRT (at batch 1 and, for the
-batch growth, batch 2); ``export`` writes a 1600x1000 PNG with LiteRT's measured arena.
+batch growth, batch 2); ``export`` writes a 1600x1000 PNG with LiteRT's measured arena,
+``export-svg`` the same chart as an SVG (every tensor's rectangle; the breadth curve at most 4
+steps per pixel).
 Two anchors, measured in the same run: ``plan --planner greedy_by_size`` (issue 15: under a
 second at 100k tensors on an idle machine), and ``litert``: LiteRT alone, ``Interpreter(...)``
 + ``allocate_tensors()`` in a fresh process, the floor of every measured command (``check``
@@ -75,6 +77,7 @@ COMMANDS = {
     "check": lambda m, out: ["check", m, "--budget", "1GiB", "--no-measure"],
     "check-measured": lambda m, out: ["check", m, "--budget", "1GiB"],
     "export": lambda m, out: ["export", m, "-o", out, "--force"],
+    "export-svg": lambda m, out: ["export", m, "-o", out[:-4] + ".svg", "--force"],
 }
 
 _CLI = "import sys; from viewer.cli import main; sys.exit(main(sys.argv[1:]))"
@@ -128,7 +131,7 @@ def run_fresh(code: str, argv: list[str], timeout: float) -> Outcome:
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--sizes", default="10000,50000,100000")
-    ap.add_argument("--commands", default="anchor,litert,plan,check,check-measured,export")
+    ap.add_argument("--commands", default="anchor,litert,plan,check,check-measured,export,export-svg")
     ap.add_argument("--timeout", type=float, default=120.0, metavar="S")
     ap.add_argument("--cache", type=Path, default=Path(tempfile.gettempdir()) / "arena-bench-scale")
     args = ap.parse_args(argv)

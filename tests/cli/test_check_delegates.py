@@ -189,3 +189,11 @@ def test_a_model_litert_cannot_load_under_xnnpack_cannot_tell(capsys):
     assert rc == 3 and r["verdict"] == "cannot_tell" and not r["measured"]
     assert any("under XNNPACK" in u and "PosenetDecoderOp" in u for u in r["unknowns"])
     assert {t["name"]: t for t in r["terms"]}["delegate: XNNPACK setup"]["source"] == "unknown"
+
+
+@pytest.mark.shared
+def test_other_signatures_under_a_delegate_cannot_tell(capsys):
+    """As without a delegate: each signature's runner has its own arena, one checked is not all."""
+    rc, out, err = _run(capsys, str(shared_model("litert_testdata_multi_signatures.tflite")),
+                        "--budget", "64MiB", "--delegates", "default", "--json")
+    assert rc == 3 and any("other signatures" in u for u in json.loads(out)["unknowns"]), err

@@ -185,3 +185,34 @@ def test_png_above_64_mi_pixels_is_refused_with_svg_advice(tmp_path, capsys):
     assert check_output(tmp_path / "huge.svg", 16384, 16384) == ".svg"  # SVG: no raster, no limit
     rc, out_help, _ = run_cli(capsys, "export", "--help")
     assert rc == 0 and "at most 8192x8192 pixels" in " ".join(out_help.split())
+
+
+@pytest.mark.shared
+def test_compare_draws_what_check_counts_or_says_what_it_leaves_out(tmp_path, capsys, qapp):
+    """export --compare drew the tensors-only arenas (unet_256: 24.8 MiB) while export alone
+    draws the runtime's (124.8 MiB, im2col included), and said nothing; now both sides are the
+    footprint check counts, and --no-measure says on the line that temporaries are left out."""
+    from viewer.units import format_bytes
+    from viewer.whatif.edits import WhatIfEdits
+    from viewer.whatif.footprint import footprint
+
+    model = shared_model("unet_256.tflite")
+    out = tmp_path / "cmp.svg"
+    rc, stdout, err = run_cli(capsys, "export", str(model), "-o", str(out), "--compare",
+                              "--activation-dtype", "float16")
+    assert rc == 0, err
+    base = footprint(str(model), 0, None, planner="litert", measure=True)
+    edit = footprint(str(model), 0, WhatIfEdits(activation_dtype="float16"), planner="litert",
+                     measure=True)
+    assert base.measured and base.temporaries_included
+    assert (f"arena {format_bytes(base.arena_bytes)} -> {format_bytes(edit.arena_bytes)}, "
+            in stdout), stdout
+    assert "not included" not in stdout
+    titles = out.read_text()
+    assert "kernel temporaries included (measured)" in titles  # the baseline
+    assert "kernel temporaries included (estimated)" in titles  # a storage what-if
+    rc, stdout, err = run_cli(capsys, "export", str(model), "-o", str(out), "--force", "--compare",
+                              "--activation-dtype", "float16", "--no-measure")
+    assert rc == 0, err
+    assert "(kernel temporaries not included)" in stdout
+    assert out.read_text().count("kernel temporaries NOT included") >= 2  # both titles

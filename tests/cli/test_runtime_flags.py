@@ -18,10 +18,12 @@ def _argv(cmd: str, p, tmp_path) -> list[str]:
         "compare": ["compare", str(p), str(tmp_path / "other.tflite")],
         "measure": ["measure", str(p)],
         "check": ["check", str(p), "--budget", "1MiB"],
+        "offline-plan": ["offline-plan", str(p), "-o", str(tmp_path / "o.tflite")],
     }[cmd]
 
 
-@pytest.mark.parametrize("cmd", ["plan", "export", "overlay", "compare", "measure", "check"])
+@pytest.mark.parametrize("cmd", ["plan", "export", "overlay", "compare", "measure", "check",
+                                 "offline-plan"])
 @pytest.mark.parametrize("value", ["-1", "0", "nan", "inf", "soon"])
 def test_a_bad_timeout_is_one_line_exit_2_before_any_work(tmp_path, capsys, cmd, value):
     p = write(tmp_path, "chain.tflite", add_chain(1))
@@ -31,7 +33,7 @@ def test_a_bad_timeout_is_one_line_exit_2_before_any_work(tmp_path, capsys, cmd,
     assert rc == 2 and out == "", (out, err)
     assert len(err.strip().splitlines()) == 1 and "--timeout" in err, err
     assert "internal error" not in err and "Traceback" not in err
-    assert not (tmp_path / "x.png").exists() and not (tmp_path / "x.json").exists()
+    assert not any((tmp_path / f).exists() for f in ("x.png", "x.json", "o.tflite"))
 
 
 def test_overlay_timeout_bounds_the_litert_run(tmp_path, capsys, monkeypatch):

@@ -104,3 +104,39 @@ def test_measured_report_carries_the_prediction(chain, capsys):
     for s in json.loads(out)["steps"]:
         need = s["arena_needed_bytes"]
         assert need["predicted"] == need["measured"]
+
+
+def test_runtime_failure_falls_back_to_the_prediction(chain, capsys, monkeypatch):
+    monkeypatch.setenv("ARENA_VIEWER_SESSION_HOOK", "segv@1")  # LiteRT dies before any step
+    rc, out, err = run_cli(capsys, "session", str(chain), "--batches", "1,2", "--budget", "1GiB")
+    assert rc == 3
+    assert "predicted without the runtime" in out and "not measured:" in out
+    assert err.strip().splitlines()[-1].startswith("arena-viewer: cannot tell:") and "SIGSEGV" in err
+    rc, out, err = run_cli(capsys, "session", str(chain), "--batches", "1,2", "--budget", "1KiB")
+    assert rc == 1 and "DOES NOT FIT" in out
+
+
+def test_a_step_over_the_memory_limit_ends_the_session_cannot_tell(chain, capsys):
+    # 400,000 x 8x8x3 floats: 3 tensors of 307 MB cannot be mapped within 512 MiB.
+    rc, out, err = run_cli(capsys, "session", str(chain), "--batches", "2,400000,1",
+                           "--memory-limit", "512MiB", "--budget", "64GiB")
+    assert rc == 3
+    assert "  step 1:" in out and "  step 2:" not in out
+    assert "LiteRT refused step 2: AllocateTensors failed" in err
+    assert "--memory-limit SIZE raises it" in err
+    assert "unknown: step 2 and later were not run" in out
+
+
+def test_default_delegates_report_litert_figures_only(chain, capsys):
+    rc, out, err = run_cli(capsys, "session", str(chain), "--batches", "1,8", "--delegates", "default",
+                           "--json", "--budget", "1GiB")
+    assert rc == 0, err
+    rep = json.loads(out)
+    assert "XNNPACK on" in rep["configuration"]
+    for s in rep["steps"]:
+        assert s["arena_needed_bytes"]["planned"] is None and s["arena_needed_bytes"]["predicted"] is None
+        assert s["arena_held_bytes"]["measured"] >= s["arena_needed_bytes"]["measured"]
+    assert "delegate transient" in [t["name"] for t in rep["steps"][1]["terms"]]
+    rc, out, err = run_cli(capsys, "session", str(chain), "--batches", "1", "--delegates", "default",
+                           "--no-measure")
+    assert rc == 2 and "needs the runtime" in err

@@ -106,7 +106,7 @@ def test_missing_file_is_one_line(tmp_path):
     ("litert_test_simple_add_dynamic_shape.tflite", [(1, 128, 4), (64, 128, 4), (8, 128, 4)]),
 ])
 def test_prediction_without_the_runtime_matches_litert(name, shapes):
-    from viewer.whatif.session import plan_session, session_steps
+    from viewer.whatif.session_plan import plan_session, session_steps
 
     path = shared_model(name)
     model = load_model(path)
@@ -119,7 +119,7 @@ def test_prediction_without_the_runtime_matches_litert(name, shapes):
 
 
 def test_prediction_without_the_runtime_on_a_built_chain(tmp_path):
-    from viewer.whatif.session import plan_session
+    from viewer.whatif.session_plan import plan_session
 
     path = dynamic_chain(tmp_path)
     steps = [{0: (b, 8, 8, 3)} for b in (3, 1, 7)]

@@ -391,3 +391,37 @@ def test_tooltip_shows_each_field_on_one_line(chart, qtbot):
     spacing = label.fontMetrics().lineSpacing()  # the bold name line is no taller
     # Its lines plus the frame's margins (a few px), not one wrapped line more.
     assert label.height() - lines * spacing < spacing, (label.height(), lines, spacing)
+
+
+def _long_chain(n_ops: int):
+    """A chain of ``n_ops`` CONV_2D operators with varied tensor sizes, analysed."""
+    from viewer.analysis.intervals import analyze
+    from viewer.model.types import Operator, Subgraph, Tensor
+
+    sizes = np.random.default_rng(3).integers(1, 64, n_ops + 1) * 64
+    tensors = tuple(Tensor(i, f"t{i}", (int(s),), (int(s),), "int8", int(s)) for i, s in enumerate(sizes))
+    ops = tuple(Operator(k, "CONV_2D", 3, None, 1, (k,), (k + 1,)) for k in range(n_ops))
+    return analyze(Subgraph(0, "main", tensors, ops, (0,), (n_ops,)))
+
+
+def test_a_long_graphs_breadth_curve_follows_the_view_and_shows_every_operator_zoomed_in(chart, qtbot):
+    a = _long_chain(20_000)
+    chart.set_view(a, plan_of(a, "greedy_by_size"), model_name="chain", subgraph=0)
+    qtbot.wait(50)
+    plot = chart.chart_plot()
+    px = plot.breadth.getViewBox().width()
+    curve = plot.breadth_curve
+    # Zoomed out: at most 4 steps per pixel, the peak kept (20,000 operators on ~900 px).
+    assert 0 < len(curve.yData) <= 4 * px + 2
+    assert curve.yData.max() * plot.breadth_scale == a.breadth.max()
+    # Zoomed in on 100 operators: every operator is its own step, at its breadth.
+    plot.packing.setXRange(5000, 5100, padding=0)
+    qtbot.wait(50)
+    x, y = curve.xData, curve.yData * plot.breadth_scale
+    inside = (x[:-1] >= 5000) & (x[1:] <= 5100)
+    assert np.array_equal(x[:-1][inside], np.arange(5000, 5100))
+    assert np.array_equal(y[inside], a.breadth[5000:5100])
+    # Back home: thinned again.
+    chart.reset_view()
+    qtbot.wait(50)
+    assert len(curve.yData) <= 4 * px + 2

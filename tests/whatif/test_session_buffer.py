@@ -7,7 +7,8 @@ import pytest
 from tests.session_models import dynamic_chain, static_chain
 from viewer.errors import WhatIfError
 from viewer.model.reader import load_model
-from viewer.whatif.session import aligned_request, buffer_steps, session_steps
+from viewer.whatif.session import aligned_request, buffer_steps
+from viewer.whatif.session_plan import session_steps
 
 
 def test_aligned_request_is_held_plus_63_rounded_to_64():

@@ -98,8 +98,9 @@ def no_gc():
 
     Building 100k frozen dataclasses triggers generation-2 collections that walk every object
     alive (the model's 100k tensors and operators among them): about a third of
-    :func:`analyze`'s time at 100k operators. The records hold no cycles, so nothing is lost;
-    the previous state is restored on exit.
+    :func:`analyze`'s time at 100k operators. The records hold no cycles, so nothing is lost.
+    The previous state is restored on exit: a process that keeps automatic collection off (the
+    window collects on its GUI thread only, :mod:`viewer.ui.gc_guard`) keeps it off.
     """
     was = gc.isenabled()
     gc.disable()

@@ -216,7 +216,10 @@ class Analysis:
         """
         cache = self.__dict__.get("_problem_cache")
         if cache is None:
-            cache = self._build_problem()
+            from viewer.analysis._graph_arrays import no_gc
+
+            with no_gc():
+                cache = self._build_problem()
             object.__setattr__(self, "_problem_cache", cache)
         return cache
 

@@ -36,6 +36,11 @@ PROG = "arena-viewer"
 #: ("cannot tell") so that CI can tell a bug from an unknown.
 EXIT_INTERNAL_ERROR = 70
 
+#: Exit code when standard output was closed before everything was written (``check ... | head
+#: -1``): 128 + SIGPIPE, what a shell reports for a process killed by that signal. Never 0: the
+#: verdict may not have been written, and a CI step must not read a cut-off report as success.
+EXIT_BROKEN_PIPE = 141
+
 #: First tokens the top-level parser answers itself; anything else that is not a command goes
 #: to ``gui``.
 TOP_LEVEL_FLAGS = ("-h", "--help", "--version")
@@ -121,7 +126,9 @@ def main(argv: list[str] | None = None) -> int:
     int
         0 on success; 1 when ``check`` finds the model over budget; 2 on bad input (with one
         line on stderr naming the file and what is wrong); 3 when ``check`` cannot tell (one
-        line names what is unknown); 70 (EX_SOFTWARE) on an internal error (a bug).
+        line names what is unknown); 70 (EX_SOFTWARE) on an internal error (a bug); 141 when
+        standard output closed before everything was written (``| head -1``), whatever the
+        verdict was.
     """
     argv = _negative_sizes_attached(list(sys.argv[1:] if argv is None else argv))
     _fewer_collections()
@@ -146,17 +153,21 @@ def main(argv: list[str] | None = None) -> int:
         from viewer.cli._common import resolve_signature
 
         resolve_signature(args)
-        return int(args.run(args) or 0)
+        code = int(args.run(args) or 0)
+        sys.stdout.flush()  # a pipe closed early shows here, not at shutdown (exit 120)
+        return code
     except ViewerError as e:
         hint = FIXED_SIZE_HINTS["cli"] if getattr(e, "fixed_size", False) else ""
         print(f"{PROG}: error: {e}{hint}", file=sys.stderr)
         return 2
-    except BrokenPipeError:  # e.g. `arena-viewer plan --json M | head`
-        try:
-            sys.stdout = open(os.devnull, "w")
-        except OSError:
+    except BrokenPipeError:  # e.g. `arena-viewer check M --budget 4MiB | head -1`
+        try:  # the rest of the output goes nowhere, and shutdown's flush raises no more
+            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        except (OSError, ValueError):
             pass
-        return 0
+        print(f"{PROG}: error: standard output was closed before the report was written in "
+              f"full (exit {EXIT_BROKEN_PIPE}, whatever the verdict)", file=sys.stderr)
+        return EXIT_BROKEN_PIPE
     except KeyboardInterrupt:
         print(f"{PROG}: interrupted", file=sys.stderr)
         return 130

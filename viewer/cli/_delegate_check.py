@@ -134,6 +134,11 @@ def run_delegate_check(args: argparse.Namespace, spec: DelegateSpec) -> int:
     model = load_model(args.model)
     fp = footprint(model, 0, edits, planner="litert", measure=True, timeout=args.timeout)
     unknowns, why, account = list(fp.unknowns), "", None
+    others = ", ".join(f"{g.key} -> subgraph {g.subgraph_index}" for g in model.signatures
+                       if g.subgraph_index != 0)
+    if others:  # as the no-delegate check: each signature's runner has its own arena
+        unknowns.append(f"the model has other signatures ({others}) that this check did not "
+                        "count, each with its own arena (not measured under a delegate here)")
     try:
         m = measure_delegate(model.path, spec, input_shapes=_input_shapes(model, edits),
                              timeout=args.timeout)
@@ -150,7 +155,7 @@ def run_delegate_check(args: argparse.Namespace, spec: DelegateSpec) -> int:
     result = verdict(used, limit, unknowns)
     weights_counted = int(fp.weights_bytes) if args.weights == "copied" else 0
     split, args._delegate_largest, per = _batch_answer(args, model, spec, edits, account, limit,
-                                                       used, weights_counted)
+                                                       used, weights_counted, unknowns)
     if split is not None and split.terms:  # shown under the setup term that holds them
         at = next(k for k, t in enumerate(terms) if t.name.startswith("delegate:")) + 1
         terms[at:at] = list(split.terms)
@@ -202,9 +207,11 @@ class _Batches:
         return delegate_account(m).counted_bytes + self.weights
 
 
-def _batch_answer(args, model, spec, edits, account, limit: int, used: int, weights_counted: int):
+def _batch_answer(args, model, spec, edits, account, limit: int, used: int, weights_counted: int,
+                  unknowns=()):
     """(BatchSplit or None, (largest batch or None, reason), per-example bytes or None): the
-    batch b + 1 measured under the delegate, then :func:`viewer.whatif.delegate_batch.search`."""
+    batch b + 1 measured under the delegate, then :func:`viewer.whatif.delegate_batch.search`;
+    nothing measured when the verdict at b is not "fits" (over, or something unknown)."""
     from viewer.whatif.delegate_batch import search
     from viewer.whatif.delegate_terms import batch_split
     from viewer.whatif.verdict import batch_dimension_problem
@@ -217,14 +224,13 @@ def _batch_answer(args, model, spec, edits, account, limit: int, used: int, weig
         return batch_split(account, b, None, why), (None, why), None
     if used > limit:
         return None, (None, f"batch {b} does not fit (measured); smaller batches not searched"), None
+    if unknowns:
+        return None, (None, f"cannot tell ({unknowns[0]})"), None
     runs = _Batches(model, spec, edits, weights_counted, args.timeout)
     nxt = runs.total_at(b + 1)
     if nxt is None:
         return batch_split(account, b, None, runs.refused), (None, runs.refused), None
     per = max(0, nxt - used)
-    if account.unknowns:
-        return (batch_split(account, b, runs.measured[b + 1]),
-                (None, f"cannot tell ({account.unknowns[0]})"), per)
     found = search(runs.total_at, limit, {b: used, b + 1: nxt})
     top = max(runs.measured)  # the farthest measured batch gives the split's line
     split = batch_split(account, b, runs.measured[top], at=top)

@@ -40,7 +40,8 @@ from viewer.whatif.budget import WEIGHTS_MODES, fixed_bytes
 from viewer.whatif.deployment import with_resource_caches
 from viewer.whatif.footprint import SOURCE_ESTIMATED, SOURCE_MEASURED, Term, footprint, signature_keys
 from viewer.whatif.verdict import (EXIT_CODES, VERDICT_CANNOT_TELL, VERDICT_DOES_NOT_FIT, VERDICT_FITS, batch_growth,
-                                   BatchGrowth, budget_terms, largest_batch_answer, total_bytes, verdict)
+                                   BatchGrowth, budget_terms, largest_batch_answer, margin_unknown,
+                                   total_bytes, verdict)
 
 #: The planner LiteRT's own arena follows (ArenaPlanner, re-stated byte for byte): the verdict's.
 RUNTIME_PLANNER = "litert"
@@ -157,7 +158,8 @@ def run(args: argparse.Namespace) -> int:
     # LiteRT plans its own arena (ArenaPlanner): the verdict counts that one; another planner's
     # layout is a what-if the board would not see (args._whatif, printed beside the verdict).
     fp = footprint(model, args.subgraph, edits, planner=RUNTIME_PLANNER, measure=args.measure,
-                   timeout=timeout, time_limit=time_limit)
+                   timeout=timeout, time_limit=time_limit,
+                   runtime_overhead=runtime is None and args.delegates == "none")
     args._whatif = (None if args.planner == RUNTIME_PLANNER else
                     footprint(model, args.subgraph, edits, planner=args.planner,
                               measure=args.measure, timeout=timeout, time_limit=time_limit))
@@ -184,6 +186,10 @@ def run(args: argparse.Namespace) -> int:
         unknowns = [u for u in unknowns if not u.startswith("kernel temporaries")]
         fp = dataclasses.replace(fp, unknowns=tuple(unknowns))
     used = total_bytes(terms)
+    within = margin_unknown(terms, used, limit)
+    if within:  # a "fits" the measurement's own margin could turn: not a bare "fits"
+        unknowns.append(within)
+        fp = dataclasses.replace(fp, unknowns=tuple(unknowns))
     result = verdict(used, limit, unknowns)
     if args._tile is not None:
         growth = BatchGrowth(None, "not estimated for a tiled execution")
@@ -225,8 +231,10 @@ def configuration(args, fp) -> str:
 
 
 def _overhead(args, model, fp, edits, given: int | None, timeout: float) -> tuple[Term, str]:
-    """(the runtime overhead term, "" or the unknown it leaves): given, else measured in a
-    fresh LiteRT process (:func:`viewer.runtime.overhead.measure_overhead`)."""
+    """(the runtime overhead term, "" or the unknown it leaves): given, else measured in the
+    batch-1 probe's own process when it ran at the file's shapes (``footprint(...,
+    runtime_overhead=True)``), else in a fresh LiteRT process of its own
+    (:func:`viewer.runtime.overhead.measure_overhead`): the same definition either way."""
     from viewer.runtime.overhead import measure_overhead
     from viewer.whatif.footprint import SOURCE_GIVEN, SOURCE_UNKNOWN
     from viewer.whatif.verdict import overhead_term
@@ -237,9 +245,13 @@ def _overhead(args, model, fp, edits, given: int | None, timeout: float) -> tupl
         "not measured (the runtime did not load the model)"
     if fp.measured:
         resolver = "default" if args.delegates == "default" else "builtin"
+        shifted = (edits is not None and not edits.is_empty()) or getattr(args, "tile", None)
+        grown = getattr(fp.probe, "overhead_grown_bytes", None) if resolver == "builtin" else None
+        if grown is not None:
+            return overhead_term(fp, grown, resolver, at_file_shapes=bool(shifted),
+                                 where="in the probe's own fresh process"), ""
         m = measure_overhead(model.path, resolver, timeout)
         if m.grown_bytes is not None:
-            shifted = (edits is not None and not edits.is_empty()) or getattr(args, "tile", None)
             return overhead_term(fp, m.grown_bytes, resolver, at_file_shapes=bool(shifted)), ""
         why = f"not measured ({m.error})"
     return (Term("runtime overhead", 0, SOURCE_UNKNOWN, why + "; 0 B counted"),
@@ -380,7 +392,8 @@ def _term_line(t, batch: int, first: bool) -> str:
         name = "weights (copied, counted)" if t.counted else \
             "weights (mapped: page cache, reclaimable, not counted)"
     lead = "" if first else ("+ " if t.counted else "  ")
-    return f"{lead}{name}: {_b(t.bytes)}  [{t.source}: {t.method}]"
+    margin = f" ±{t.margin:,d} B" if getattr(t, "margin", 0) else ""
+    return f"{lead}{name}: {_b(t.bytes)}  [{t.source}{margin}: {t.method}]"
 
 
 def _print_lines(args, model, fp, rep, found) -> None:
@@ -476,7 +489,8 @@ def _print_json(args, model, fp, rep, found) -> None:
         "sized_at_invoke": fp.invoke_sizing.as_dict() if fp.invoke_sizing is not None else None,
         "unknowns": list(fp.unknowns),
         "terms": [{"name": t.name, "bytes": int(t.bytes), "source": t.source, "method": t.method,
-                   "counted": t.counted} for t in rep.terms],
+                   "counted": t.counted, "margin_bytes": int(getattr(t, "margin", 0))}
+                  for t in rep.terms],
         "limit_bytes": rep.limit,
         "measured": fp.measured,
         "counted_arena": f"{rep.terms[0].source}: {rep.terms[0].method}",

@@ -121,33 +121,49 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _run_compare(args: argparse.Namespace, out: str, edits) -> int:
-    """``export --compare``: baseline and what-if side by side (same planner on both)."""
+    """``export --compare``: baseline and what-if side by side, each what ``export`` draws alone:
+    the footprint check counts (kernel temporaries included, measured or estimated), or with
+    ``--no-measure`` the model's tensors only, said on both titles and the output line."""
     from viewer.export.image import export_compare
-    from viewer.planning.run import best_plan_name, run_planners
-    from viewer.whatif.pipeline import prepare
 
     if edits is None or edits.is_empty():
         raise UsageError(f"{out}: --compare needs what-if edits to compare with the baseline "
                          "(--input-shape, --batch, --activation-dtype or --tensor-dtype)")
+    if args.measure:
+        ba, bp, bnotes, bsuffix = _footprint_chart(args, None)
+        ea, ep, enotes, esuffix = _footprint_chart(args, edits)
+    else:
+        (ba, bp, bnotes), (ea, ep, enotes) = _planned_pair(args, edits)
+        bsuffix = esuffix = " — tensors only, kernel temporaries NOT included"
+    from viewer.export.chart_data import edits_label
+
+    name = os.path.basename(args.model)
+    export_compare((ba, bp, f"baseline: {name}{bsuffix}"),
+                   (ea, ep, f"what-if: {edits_label(edits)}{esuffix}"), out,
+                   width=args.width, height=args.height, color_by=args.color_by,
+                   subgraph=args.subgraph, force=args.force)
+    for note in dict.fromkeys([*bnotes, *enotes]):
+        print(f"note: {note}", file=sys.stderr)
+    left_out = " (kernel temporaries not included)" if "NOT included" in bsuffix + esuffix else ""
+    print(f"{out}: {bp.planner} / {ep.planner} plans, arena {format_bytes(bp.arena_bytes)} -> "
+          f"{format_bytes(ep.arena_bytes)}{left_out}, lower bound "
+          f"{format_bytes(ba.lower_bound_bytes)} -> "
+          f"{format_bytes(ea.lower_bound_bytes)}, {args.width}x{args.height}")
+    return 0
+
+
+def _planned_pair(args: argparse.Namespace, edits):
+    """((analysis, plan, notes) of the baseline, of the what-if): planned only, the same
+    planner on both sides (the baseline's best unless ``--planner``)."""
+    from viewer.planning.run import best_plan_name, run_planners
+    from viewer.whatif.pipeline import prepare
+
     base = prepare(args.model, args.subgraph, None)
     edited = prepare(base.model, args.subgraph, edits)
     names = None if args.planner is None else [args.planner]
     base_plans = run_planners(base.analysis.problem(), names, time_limit=args.time_limit)
     chosen = args.planner if args.planner is not None else best_plan_name(base_plans)
     edit_plans = run_planners(edited.analysis.problem(), [chosen], time_limit=args.time_limit)
-    bp, ep = base_plans[chosen], edit_plans[chosen]
-    from viewer.export.chart_data import edits_label
-
-    name = os.path.basename(args.model)
-    export_compare((base.analysis, bp, f"baseline: {name}"),
-                   (edited.analysis, ep, f"what-if: {edits_label(edits)}"), out,
-                   width=args.width, height=args.height, color_by=args.color_by,
-                   subgraph=args.subgraph, force=args.force)
-    for note in edited.notes:
-        print(f"note: {note}", file=sys.stderr)
-    print(f"{out}: {chosen} plans, arena {format_bytes(bp.arena_bytes)} -> "
-          f"{format_bytes(ep.arena_bytes)}, lower bound "
-          f"{format_bytes(base.analysis.lower_bound_bytes)} -> "
-          f"{format_bytes(edited.analysis.lower_bound_bytes)}, {args.width}x{args.height}")
-    return 0
-
+    why = "planned only (--no-measure): kernel temporaries are not included"
+    return ((base.analysis, base_plans[chosen], [why]),
+            (edited.analysis, edit_plans[chosen], [*edited.notes, why]))

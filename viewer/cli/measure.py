@@ -58,6 +58,11 @@ def run(args: argparse.Namespace) -> int:
         return run_tflm_measure(args)
     if args.cgroup:
         return _cgroup.run(args)
+    from viewer.model.reader import load_model
+
+    # A file that is no flatbuffer: our reader says what is wrong (LiteRT only "not a valid
+    # Flatbuffer"); graphs it reads but LiteRT refuses are left to LiteRT to say.
+    load_model(args.model, graph_rules=False)
     report = measure_report(args.model, args.runs, args.timeout, xnnpack=not args.no_xnnpack)
     report["footprint"] = _footprint_terms(args.model, args.timeout)
     if args.json:
@@ -149,6 +154,9 @@ def _print_table(r: dict) -> None:
     else:
         w(f"    beyond the arena        {_b(s['anonymous_beyond_arena_bytes'])}   (interpreter and "
           "kernel state; the harness's own allocations not in it)\n")
+    if s.get("xnnpack_added_by_model_bytes") is not None:
+        w(f"  with XNNPACK: added       {_b(s['xnnpack_added_by_model_bytes'])}   (the same growth "
+          "in the XNNPACK process: its packed weights and workspace included)\n")
     w(f"  harness (measured apart)  {_b(s['harness_bytes'])}   (our random inputs, made "
       "before the interpreter; Python, numpy and LiteRT in the baseline)\n")
     c = r["cgroup"]

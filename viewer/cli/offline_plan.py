@@ -14,6 +14,7 @@ import argparse
 import math
 from pathlib import Path
 
+from viewer.cli._common import positive_seconds
 from viewer.errors import UsageError
 
 
@@ -34,7 +35,8 @@ def add_parser(sub) -> None:
                    help="do not run TFLM for the scratch buffers (then no room is left for them)")
     p.add_argument("--verify", action="store_true",
                    help="measure the written model with TFLM: head and outputs on random inputs")
-    p.add_argument("--timeout", type=float, default=120.0, metavar="S", help="seconds for each TFLM run")
+    p.add_argument("--timeout", type=positive_seconds, default=120.0, metavar="S",
+                   help="seconds for each TFLM run (default 120)")
     p.add_argument("--force", action="store_true", help="replace OUT if it exists (never MODEL)")
     p.add_argument("--replace-offline-plan", action="store_true",
                    help="write the new plan even when MODEL already carries an offline plan that "

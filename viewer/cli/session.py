@@ -21,9 +21,8 @@ from viewer.errors import RuntimeProbeError, UsageError
 from viewer.model.reader import load_model
 from viewer.units import SIZE_SYNTAX, format_bytes, parse_size
 from viewer.whatif.budget import WEIGHTS_MODES
+from viewer.whatif.session_plan import parse_steps
 from viewer.whatif.verdict import EXIT_CODES, VERDICT_CANNOT_TELL, VERDICT_FITS
-
-_DIMS = re.compile(r"-?\d+(?:x-?\d+)*")
 
 #: The configuration the session measures (the probe's).
 CONFIGURATION = "LiteRT without default delegates (XNNPACK off), one interpreter for every step"
@@ -58,35 +57,19 @@ def add_parser(sub) -> None:
                    help="predict only, without running LiteRT: our inferred shapes, estimated "
                         "kernel temporaries and our litert planner (dynamic tensors and the "
                         "runtime overhead are then left out: a fit cannot be told)")
+    p.add_argument("--delegates", choices=("none", "default"), default="none",
+                   help="none (LiteRT without default delegates, XNNPACK off: the arena our "
+                        "planner re-states) or default (a stock interpreter, XNNPACK on: LiteRT's "
+                        "CPU arena beside the delegate, whose memory counts in the runtime "
+                        "overhead and the delegate transient; no planner figures)")
+    p.add_argument("--memory-limit", default="8GiB", metavar="SIZE",
+                   help="address space the LiteRT process may map (RLIMIT_AS; default 8GiB): a "
+                        "step that needs more fails to allocate and ends the session there, "
+                        "instead of driving the machine into swap")
     p.add_argument("--timeout", type=float, default=300.0, metavar="S",
                    help="seconds for the whole session before the LiteRT process is killed")
     p.add_argument("--json", action="store_true", help="print one JSON object instead of lines")
     p.set_defaults(run=run)
-
-
-def parse_steps(text: str) -> list[dict]:
-    """``--steps`` text -> ``[{input key or "*": shape}]`` (shapes as written; checked later).
-
-    Raises
-    ------
-    viewer.errors.UsageError
-        A step that is not SHAPE or NAME=SHAPE(+NAME=SHAPE...).
-    """
-    steps = []
-    for k, item in enumerate(s.strip() for s in str(text).split(",")):
-        if not item:
-            raise UsageError(f"--steps {text!r}: step {k + 1} is empty; separate steps with commas, "
-                             "e.g. 1x128x4,64x128x4")
-        step: dict = {}
-        for part in item.split("+"):
-            key, sep, shape = part.rpartition("=")
-            key = key.strip() if sep else "*"
-            if not _DIMS.fullmatch(shape.strip()) or (sep and not key):
-                raise UsageError(f"--steps: cannot read step {k + 1} {item!r}: use SHAPE with "
-                                 "dimensions separated by x (e.g. 1x128x4), or NAME=SHAPE+NAME=SHAPE")
-            step[key] = tuple(int(d) for d in shape.strip().split("x"))
-        steps.append(step)
-    return steps
 
 
 def batch_steps(model, subgraph: int, text: str) -> list[dict]:
@@ -117,25 +100,40 @@ def batch_steps(model, subgraph: int, text: str) -> list[dict]:
 
 def run(args: argparse.Namespace) -> int:
     from viewer.runtime.session import measure_session
-    from viewer.whatif.session import session_report, session_steps
+    from viewer.whatif.session import session_report
+    from viewer.whatif.session_plan import session_steps
 
     limit = parse_size(args.budget) if args.budget is not None else None
     if limit is not None and limit <= 0:
         raise UsageError(f"--budget {args.budget}: a device budget must be more than 0 bytes")
     if not (args.timeout > 0):
         raise UsageError(f"--timeout {args.timeout:g}: need a positive number of seconds")
+    address_space = parse_size(args.memory_limit)
+    if address_space < 256 << 20:
+        raise UsageError(f"--memory-limit {args.memory_limit}: LiteRT's process needs at least "
+                         "256 MiB of address space to start")
     resolve_signature(args)
     model = load_model(args.model)
     raw = (batch_steps(model, args.subgraph, args.batches) if args.batches is not None
            else parse_steps(args.steps))
     steps = session_steps(model, args.subgraph, raw)
-    predicted, why = _predict(model, args.subgraph, steps)
+    delegated = args.delegates == "default"
+    if delegated and not args.measure:
+        raise UsageError("--delegates default needs the runtime: our planner re-states LiteRT's "
+                         "CPU arena without delegates (drop --no-measure)")
+    predicted, why = ((None, "our planner re-states LiteRT's CPU arena without delegates, and "
+                             "this session runs with them (--delegates default)") if delegated
+                      else _predict(model, args.subgraph, steps))
     if not args.measure:
         return _run_planned(args, model, predicted, why, limit)
-    run_ = measure_session(model.path, steps, args.subgraph, args.timeout)
-    if not run_.ok:
+    run_ = measure_session(model.path, steps, args.subgraph, args.timeout,
+                           address_space=address_space,
+                           resolver="default" if delegated else "builtin")
+    if not run_.ok:  # the prediction stands in, and says so; never a "fits"
+        rc = (_run_planned(args, model, predicted, why, limit, failed=run_.error)
+              if predicted is not None else EXIT_CODES[VERDICT_CANNOT_TELL])
         print(f"arena-viewer: cannot tell: {run_.error}", file=sys.stderr)
-        return EXIT_CODES[VERDICT_CANNOT_TELL]
+        return rc if rc == EXIT_CODES["does_not_fit"] else EXIT_CODES[VERDICT_CANNOT_TELL]
     try:
         rep = session_report(model, run_, limit=limit, weights_mode=args.weights,
                              other_signatures=_other_signatures(model, args), predicted=predicted)
@@ -143,7 +141,7 @@ def run(args: argparse.Namespace) -> int:
         print(f"arena-viewer: cannot tell: {e}", file=sys.stderr)
         return EXIT_CODES[VERDICT_CANNOT_TELL]
     if args.json:
-        print(json.dumps({"command": "session", "configuration": CONFIGURATION, **rep.as_dict(),
+        print(json.dumps({"command": "session", "configuration": _configuration(args), **rep.as_dict(),
                           "prediction_error": why or None}, indent=1))
     else:
         for line in report_lines(rep):
@@ -157,10 +155,16 @@ def run(args: argparse.Namespace) -> int:
     return EXIT_CODES[VERDICT_CANNOT_TELL] if rep.error else 0
 
 
+def _configuration(args) -> str:
+    if getattr(args, "delegates", "none") == "default":
+        return "LiteRT with its default delegates (XNNPACK on), one interpreter for every step"
+    return CONFIGURATION
+
+
 def _predict(model, subgraph: int, steps) -> tuple[list | None, str]:
     """Our prediction of every step without the runtime, or (None, why not)."""
     from viewer.errors import ViewerError
-    from viewer.whatif.session import plan_session
+    from viewer.whatif.session_plan import plan_session
 
     try:
         return plan_session(model, subgraph, steps), ""
@@ -168,9 +172,10 @@ def _predict(model, subgraph: int, steps) -> tuple[list | None, str]:
         return None, str(e)
 
 
-def _run_planned(args, model, predicted, why: str, limit: int | None) -> int:
-    """``--no-measure``: our prediction alone; a verdict only when it is already over budget."""
-    from viewer.whatif.session import PLANNED_ONLY_CAVEAT
+def _run_planned(args, model, predicted, why: str, limit: int | None, failed: str = "") -> int:
+    """``--no-measure`` (or LiteRT failed: ``failed`` says how): our prediction alone; a verdict
+    only when it is already over budget."""
+    from viewer.whatif.session_plan import PLANNED_ONLY_CAVEAT
 
     if predicted is None:
         raise UsageError(f"{model.path}: cannot predict the session without the runtime: {why}")
@@ -184,6 +189,7 @@ def _run_planned(args, model, predicted, why: str, limit: int | None) -> int:
                 "(run without --no-measure)")
     if args.json:
         print(json.dumps({"command": "session", "configuration": CONFIGURATION + ", predicted only (not measured)",
+                          "measurement_error": failed or None,
                           "model": model.path, "subgraph": args.subgraph, "method": PLANNED_ONLY_CAVEAT,
                           "steps": [p.as_dict() for p in predicted],
                           "high_water": {"step": high + 1, "bytes": peak, "weights_bytes": weights},
@@ -191,6 +197,8 @@ def _run_planned(args, model, predicted, why: str, limit: int | None) -> int:
     else:
         out = [f"{model.path} subgraph {args.subgraph}: session of {len(predicted)} steps predicted "
                f"without the runtime [{PLANNED_ONLY_CAVEAT}]"]
+        if failed:
+            out.append(f"  not measured: {failed}")
         for p in predicted:
             b = p.buffer
             grew = f" grew (old + new {b.during_growth:,d} B while copied)" if b.grew and b.during_growth > b.held else ""
@@ -229,23 +237,32 @@ _VERDICT_TEXT = {VERDICT_FITS: "fits", "does_not_fit": "DOES NOT FIT",
 def report_lines(rep) -> list[str]:
     """The text report of a :class:`~viewer.whatif.session.SessionReport`."""
     n = len(rep.steps)
-    out = [f"{rep.path} subgraph {rep.subgraph}: session of {n} step{'s' if n != 1 else ''} in one "
-           "LiteRT interpreter (without default delegates); plan needs: LiteRT measured / our "
-           "litert planner's replay / our prediction without the runtime; held: LiteRT's block / "
-           "our buffer rule's request"]
+    head = f"{rep.path} subgraph {rep.subgraph}: session of {n} step{'s' if n != 1 else ''} in one "
+    if rep.resolver == "builtin":
+        head += ("LiteRT interpreter (without default delegates); plan needs: LiteRT measured / our "
+                 "litert planner's replay / our prediction without the runtime; held: LiteRT's "
+                 "block / our buffer rule's request")
+    else:
+        head += ("LiteRT interpreter with its default delegates (XNNPACK on); plan needs and held: "
+                 "LiteRT's CPU arena, measured (the delegate's own memory is in the runtime "
+                 "overhead and the delegate transient)")
+    out = [head]
     for s in rep.steps:
         grew = (" grew" + (" during Invoke" if s.grew_during_invoke else "")
                 + f" (+{s.growth_extra:,d} B old buffer while copied)") if s.grew else ""
-        same = "" if s.replay_exact else " [replay differs]"
+        same = " [replay differs]" if s.replay_exact is False else ""
         out.append(f"  step {s.index + 1}: {_shape_text(s.shapes)}")
+        ours = "" if s.needed_planned is None else f" / {s.needed_planned:,d}"
         pred = "" if s.needed_predicted is None else f" / {s.needed_predicted:,d}"
-        out.append(f"    plan needs {s.needed:,d} / {s.needed_planned:,d}{pred} B{same}; held "
-                   f"{_b(s.held)} / {s.request_planned:,d} B{grew}; dynamic tensors {s.dynamic_count} "
+        req = "" if s.request_planned is None else f" / {s.request_planned:,d} B"
+        out.append(f"    plan needs {s.needed:,d}{ours}{pred} B{same}; held "
+                   f"{_b(s.held)}{req}{grew}; dynamic tensors {s.dynamic_count} "
                    f"({s.dynamic_held:,d} B held); total {_b(s.total)}")
     if rep.high_water_step is not None:
         hw = rep.steps[rep.high_water_step]
-        out.append(f"high-water mark: step {hw.index + 1}, {_b(hw.total)} (with our planner's "
-                   f"arena figures {_b(hw.total_planned)})")
+        ours = ("" if hw.total_planned is None else
+                f" (with our planner's arena figures {_b(hw.total_planned)})")
+        out.append(f"high-water mark: step {hw.index + 1}, {_b(hw.total)}{ours}")
         for t in hw.terms:
             if not t.bytes and t.name in ("arena growth", "persistent", "dynamic tensors"):
                 continue

@@ -37,6 +37,8 @@ class SessionRequest:
         Seconds for the runtime process.
     model : Model or None
         The already-read model (else ``path`` is read).
+    serial : int
+        Set by the window's :class:`~viewer.ui.workers.TaskRunner` (latest request wins).
     """
 
     path: str
@@ -48,6 +50,7 @@ class SessionRequest:
     other_signatures: str = ""
     timeout: float = 300.0
     model: object = field(default=None, compare=False)
+    serial: int = 0
 
 
 @dataclass(frozen=True)
@@ -85,7 +88,8 @@ def compute_session(request: SessionRequest, progress: Callable[[float, str], No
     """
     from viewer.model.reader import load_model
     from viewer.runtime.session import measure_session
-    from viewer.whatif.session import plan_session, session_report, session_steps
+    from viewer.whatif.session import session_report
+    from viewer.whatif.session_plan import plan_session, session_steps
 
     report = progress or (lambda _f, _what: None)
     stop = cancelled or (lambda: False)

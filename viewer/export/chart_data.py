@@ -15,6 +15,7 @@ from typing import Mapping
 
 import numpy as np
 
+from viewer.analysis._graph_arrays import no_gc
 from viewer.analysis.types import (
     KIND_ALIAS,
     KIND_INPUT,
@@ -254,6 +255,12 @@ def build_chart_data(
     """
     if color_by not in COLOR_MODES:
         raise UsageError(f"unknown colour mode {color_by!r}; use one of {', '.join(COLOR_MODES)}")
+    with no_gc():  # one tuple per tensor: at 100k the collector would walk the model each time
+        return _build_chart_data(analysis, plan, color_by, model_name, subgraph, note)
+
+
+def _build_chart_data(analysis: Analysis, plan: Plan, color_by: str, model_name: str,
+                      subgraph: int | None, note: str) -> ChartData:
     offsets = analysis.resolve_alias_offsets(plan.offsets)
     usages = [u for u in analysis.usages if u.alias_of is None] + [
         u for u in analysis.usages if u.alias_of is not None
@@ -421,6 +428,11 @@ def temporaries_text(data: ChartData, limit: int = 4) -> str:
     return f"{head}: " + "; ".join(parts)
 
 
+#: An exported (or shown) breadth curve has at most this many steps per pixel of width; a
+#: longer graph's curve keeps each run's peak and trough (:func:`breadth_steps`).
+CURVE_STEPS_PER_PX = 4
+
+
 def breadth_steps(breadth: np.ndarray, max_steps: int | None = None) -> tuple[np.ndarray, np.ndarray]:
     """The breadth curve as steps: ``(edges, values)``, float64 of shapes (k + 1,) and (k,).
 
@@ -432,8 +444,8 @@ def breadth_steps(breadth: np.ndarray, max_steps: int | None = None) -> tuple[np
     starts), so peaks and troughs are kept. An export asks for 4 steps per pixel of width:
     each run is then under half a pixel, and the curve covers the same pixels as one step per
     operator, while a 100k-operator curve is 6,400 steps instead of 100k (a ~45 MB SVG of
-    segments took seconds to write and flatten; issue 15). The window keeps every operator
-    (it zooms in).
+    segments took seconds to write and flatten; issue 15). The window redraws it for the
+    operators in view (:meth:`viewer.export.chart_scene.ChartPlot.fit_curve_to_view`).
     """
     b = np.asarray(breadth, dtype=np.int64)
     n = len(b)

@@ -15,7 +15,7 @@ import numpy as np
 import pyqtgraph as pg
 from pyqtgraph.Qt import QtCore, QtGui
 
-from viewer.export.chart_data import ChartData, breadth_steps, temporaries_text
+from viewer.export.chart_data import CURVE_STEPS_PER_PX, ChartData, breadth_steps, temporaries_text
 from viewer.export.chart_items import (  # noqa: F401 (re-exported: imported from here)
     FADED_ALPHA,
     LEGEND_PT,
@@ -186,6 +186,31 @@ class ChartPlot:
         if label.toPlainText() != text:
             label.setText(text)
             label.updatePosition()
+
+    def fit_curve_to_view(self, *_args) -> None:
+        """Redraw the breadth curve for the operators in view, at most
+        :data:`~viewer.export.chart_data.CURVE_STEPS_PER_PX` steps per pixel
+        (:func:`~viewer.export.chart_data.breadth_steps`: each run's peak and trough). The
+        window calls it on every pan, zoom and resize, so a 100k-operator curve is never
+        painted step by step (half a second a frame); zoomed in far enough, every operator is
+        its own step again.
+        """
+        d = self.data
+        n = len(d.breadth)
+        vb = self.breadth.getViewBox()
+        px = float(vb.width())
+        if px <= 0 or n == 0:
+            return
+        (x0, x1), _ = vb.viewRange()
+        lo = int(min(max(np.floor(x0), 0), n))
+        hi = int(min(max(np.ceil(x1), lo), n))
+        steps = max(int(CURVE_STEPS_PER_PX * px * (hi - lo) / max(x1 - x0, 1e-9)), 2)
+        key = (lo, hi, min(steps, hi - lo))
+        if key == getattr(self, "_curve_key", None):
+            return
+        self._curve_key = key
+        edges, values = breadth_steps(d.breadth[lo:hi], steps)
+        self.breadth_curve.setData(edges + lo, values / self.breadth_scale)
 
     def widest_band(self) -> tuple[float, float]:
         """x extent of the widest-operator band, in operator units."""

@@ -24,9 +24,6 @@ MIN_SIZE, MAX_SIZE = 200, 16384
 #: its default 256 MB allocation limit (``QImageReader::allocationLimit``); ImageMagick's default
 #: policy (area 128MP, width/height 16KP) refuses 16384 x 16384. Larger charts: SVG.
 PNG_MAX_PIXELS = 8192 * 8192
-#: An exported breadth curve has at most this many steps per pixel of image width; a longer
-#: graph's curve keeps each run's peak and trough (:func:`viewer.export.chart_data.breadth_steps`).
-CURVE_STEPS_PER_PX = 4
 
 
 def ensure_qt_app():
@@ -286,6 +283,8 @@ def build_chart_widget(data, width: int, height: int, *, faded=None):
 
     from viewer.export.chart_scene import THEME, build_chart
 
+    from viewer.export.chart_data import CURVE_STEPS_PER_PX
+
     widget = pg.GraphicsLayoutWidget(show=False, size=(width, height))
     widget.setBackground(THEME["background"])
     widget.setWindowTitle(data.title)
@@ -321,7 +320,7 @@ def build_compare_widget(left, right, width: int, height: int):
     ensure_qt_app()
     import pyqtgraph as pg
 
-    from viewer.export.chart_data import compare_text, temporaries_text
+    from viewer.export.chart_data import CURVE_STEPS_PER_PX, compare_text, temporaries_text
     from viewer.export.chart_scene import THEME, TitleItem, build_chart, fit_legend, match_heights
 
     widget = pg.GraphicsLayoutWidget(show=False, size=(width, height))

@@ -180,12 +180,15 @@ def _read_step(ctx: int, functions, usable_fn, n_model: int | None) -> dict:
     }
 
 
-def run_session(path: str, subgraph: int, steps: list[dict], emit=None) -> dict:
+def run_session(path: str, subgraph: int, steps: list[dict], emit=None,
+                resolver: str = "builtin") -> dict:
     """Run ``steps`` (each ``{input position: shape}``) in one interpreter; see the module doc.
 
     ``emit(step_answer)`` is called after each step (the CLI child writes it out at once, so
     the harness keeps no step in memory and a crash keeps the steps before it); without it the
-    answers are returned under ``"steps"``.
+    answers are returned under ``"steps"``. ``resolver="default"``: the stock interpreter
+    (XNNPACK applied at the first ``AllocateTensors``; the arena read is then LiteRT's CPU arena
+    beside the delegate's, whose memory shows only in the process figures).
     """
     import numpy  # noqa: F401  (imported before the baseline, like the runtime itself)
     from ai_edge_litert import interpreter  # noqa: F401
@@ -200,7 +203,7 @@ def run_session(path: str, subgraph: int, steps: list[dict], emit=None) -> dict:
     inputs, outputs = io
     n_model = _model_tensor_count(path, subgraph)
     pss_before = _smaps_rollup().get("Pss_Anon")
-    interp = _make_interpreter(path, "builtin")
+    interp = _make_interpreter(path, resolver)
     n_sub = int(interp._interpreter.NumSubgraphs())
     if not 0 <= subgraph < n_sub:
         raise ValueError(f"no subgraph {subgraph}; the runtime has {n_sub} (0..{n_sub - 1})")
@@ -216,14 +219,25 @@ def run_session(path: str, subgraph: int, steps: list[dict], emit=None) -> dict:
         _hook(k)
         peak_reset = _reset_peak()
         rss_before = _status().get("VmRSS")
+        stage = "ResizeInputTensor"
         try:
             resized = _resize(interp, subgraph, inputs, step)
-            interp._interpreter.AllocateTensors(subgraph)
+            stage = "AllocateTensors"
+            if subgraph == 0:  # the interpreter's own: applies the default delegates first
+                interp._interpreter.AllocateTensors()
+            else:
+                interp._interpreter.AllocateTensors(subgraph)
             after_alloc = _read_step(ctx, kept["functions"], usable_fn, n_model)
+            stage = "Invoke"
             _fill_inputs(interp, subgraph, inputs, seed=k)
-            interp._interpreter.Invoke(subgraph)
+            if subgraph == 0:
+                interp._interpreter.Invoke()
+            else:
+                interp._interpreter.Invoke(subgraph)
         except Exception as e:
-            emit({"ok": False, "error": " ".join(f"{type(e).__name__}: {e}".split())[:400]})
+            msg = " ".join(str(e).split()) or "no message from the runtime"
+            emit({"ok": False, "stage": stage,
+                  "error": f"{stage} failed: {type(e).__name__}: {msg}"[:400]})
             break
         got = _read_step(ctx, kept["functions"], usable_fn, n_model)
         status = _status()
@@ -241,7 +255,7 @@ def run_session(path: str, subgraph: int, steps: list[dict], emit=None) -> dict:
         })
         emit(got)
         del got, after_alloc
-    return {"ok": True, "subgraph": subgraph, "pss_anon_before_bytes": pss_before,
+    return {"ok": True, "subgraph": subgraph, "resolver": resolver, "pss_anon_before_bytes": pss_before,
             "malloc_usable_size": usable_fn is not None, "steps": out_steps}
 
 
@@ -250,13 +264,27 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("model")
     p.add_argument("--subgraph", type=int, default=0)
     p.add_argument("--steps", required=True, help='JSON list of {"input position": shape}')
+    p.add_argument("--resolver", choices=["builtin", "default"], default="builtin")
+    p.add_argument("--address-space", type=int, default=0,
+                   help="RLIMIT_AS in bytes (0: none), so a step too large fails to allocate "
+                        "instead of pushing the machine into swap")
     return p
+
+
+def _limit(address_space: int) -> None:
+    if address_space > 0:
+        try:
+            import resource
+        except ImportError:  # not on this platform
+            return
+        resource.setrlimit(resource.RLIMIT_AS, (address_space, address_space))
 
 
 def main(argv: list[str] | None = None) -> None:
     out_fd = os.dup(1)
     os.dup2(2, 1)  # LiteRT's INFO lines and kernel prints go to stderr
     args = _parser().parse_args(argv)
+    _limit(args.address_space)
     from viewer.runtime._child_structs import _LayoutError
 
     out = os.fdopen(out_fd, "wb")
@@ -266,7 +294,7 @@ def main(argv: list[str] | None = None) -> None:
         out.flush()
 
     try:
-        answer = run_session(args.model, args.subgraph, json.loads(args.steps), emit)
+        answer = run_session(args.model, args.subgraph, json.loads(args.steps), emit, args.resolver)
     except _LayoutError as e:
         answer = {"ok": False, "error": f"unsupported LiteRT build (struct layout check failed: {e})"}
     except Exception as e:

@@ -149,7 +149,9 @@ def measure_report(path, runs: int = 3, timeout: float = 120.0, *,
         Keys: ``model``, ``runs``, ``arena_bytes``, ``temporaries`` [{id, op, op_name, bytes,
         in_arena}], ``offsets`` {id: offset}, ``outside`` {id: region}, ``persistent_bytes``,
         ``replay`` {planner, arena_bytes, mismatched_tensors, exact}, ``process`` and
-        ``xnnpack`` (each :data:`PROCESS_KEYS` plus ``baseline``, ``error``), ``split``,
+        ``xnnpack`` (each :data:`PROCESS_KEYS` plus ``baseline``, ``before_interpreter``,
+        ``error``), ``split`` (:func:`_split`, plus ``xnnpack_added_by_model_bytes``: the same
+        growth in the XNNPACK process, the delegate's packed weights and workspace included),
         ``cgroup`` {memory_max, memory_high, memory_min, why}, ``notes``. Sizes in bytes.
 
     Raises
@@ -199,6 +201,9 @@ def measure_report(path, runs: int = 3, timeout: float = 120.0, *,
         xnn = None
         report["xnnpack"] = _process_section(None, notes)
     report["split"] = _split(report["process"], probe.arena_bytes)
+    xs = report["xnnpack"]
+    xa, xb = xs.get("pss_anon_bytes"), (xs.get("before_interpreter") or {}).get("pss_anon_bytes")
+    report["split"]["xnnpack_added_by_model_bytes"] = xa - xb if None not in (xa, xb) else None
     if report["process"].get("heap_trimmed") is False:
         notes.append("no glibc malloc_trim here: the interpreter may have reused heap pages the "
                      "process had already touched, so 'anonymous added by model' can be low")

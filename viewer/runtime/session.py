@@ -19,6 +19,7 @@ old and new blocks are both allocated. Dynamic tensors (``kTfLiteDynamic``) are 
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import subprocess
@@ -32,6 +33,10 @@ from viewer.runtime.probe_types import RuntimeProbe
 from viewer.runtime.spawn import child_command
 
 _CHILD = "viewer.runtime._session_child"
+
+#: The session child's address-space limit (RLIMIT_AS) by default: a step whose arena does not
+#: fit fails to allocate (the session stops there) instead of driving the machine into swap.
+DEFAULT_ADDRESS_SPACE = 8 << 30
 
 
 @dataclass(frozen=True)
@@ -144,6 +149,8 @@ class SessionRun:
     failed_step: int | None = None
     pss_anon_before_bytes: int | None = None
     notes: tuple[str, ...] = field(default=())
+    #: ``builtin`` (no default delegates, our planner's configuration) or ``default`` (XNNPACK).
+    resolver: str = "builtin"
 
 
 def _env() -> dict[str, str]:
@@ -228,6 +235,8 @@ def measure_session(
     timeout: float = 120.0,
     *,
     check: bool = False,
+    address_space: int = DEFAULT_ADDRESS_SPACE,
+    resolver: str = "builtin",
 ) -> SessionRun:
     """Run ``steps`` in one LiteRT interpreter of ``path`` and read the arena after each.
 
@@ -245,6 +254,12 @@ def measure_session(
         Seconds for the whole session before the process is killed.
     check : bool
         Raise instead of returning ``ok=False``.
+    address_space : int
+        Bytes of address space the LiteRT process may map (``RLIMIT_AS``; 0: no limit). A step
+        needing more fails to allocate and ends the session there, saying so.
+    resolver : str
+        ``builtin`` (``BUILTIN_WITHOUT_DEFAULT_DELEGATES``) or ``default`` (the stock
+        interpreter: XNNPACK applied at the first ``AllocateTensors``).
 
     Returns
     -------
@@ -264,14 +279,18 @@ def measure_session(
     else:
         spec = json.dumps([{str(int(k)): [int(s) for s in v] for k, v in st.items()} for st in steps])
         with runtime_path(path) as child_path:
-            raw = _run([child_path, "--subgraph", str(int(subgraph)), "--steps", spec], shown, timeout)
-        run = _session_from_json(path, subgraph, raw, shown)
+            raw = _run([child_path, "--subgraph", str(int(subgraph)), "--steps", spec,
+                        "--address-space", str(int(address_space)), "--resolver", resolver],
+                       shown, timeout)
+        run = dataclasses.replace(_session_from_json(path, subgraph, raw, shown, address_space),
+                                  resolver=resolver)
     if check and not run.ok:
         raise RuntimeProbeError(run.error)
     return run
 
 
-def _session_from_json(path: str, subgraph: int, raw: dict, shown: str) -> SessionRun:
+def _session_from_json(path: str, subgraph: int, raw: dict, shown: str,
+                       address_space: int = 0) -> SessionRun:
     if not raw.get("ok"):
         return SessionRun(path, subgraph, ok=False, error=str(raw.get("error")))
     steps, failed, error = [], None, ""
@@ -280,6 +299,11 @@ def _session_from_json(path: str, subgraph: int, raw: dict, shown: str) -> Sessi
             failed = k
             msg = " ".join(str(s.get("error", "unknown error")).split())[:300]
             error = f"{shown}: LiteRT refused step {k + 1}: {msg}"
+            if address_space and (s.get("stage") == "AllocateTensors" or "memory" in msg.lower()):
+                from viewer.units import format_bytes
+
+                error += (f" (if it ran out of memory: the LiteRT process may map "
+                          f"{format_bytes(address_space)}, --memory-limit SIZE raises it)")
             break
         steps.append(_step(path, subgraph, k, s))
     notes = () if raw.get("malloc_usable_size") else (

@@ -15,7 +15,7 @@ from PySide6.QtGui import QCursor
 from PySide6.QtWidgets import QApplication, QMenu, QToolTip, QVBoxLayout, QWidget
 
 from viewer.analysis.types import Analysis
-from viewer.export.chart_data import COLOR_MODES, ChartData, build_chart_data
+from viewer.export.chart_data import COLOR_MODES, CURVE_STEPS_PER_PX, ChartData, build_chart_data
 from viewer.export.chart_scene import THEME, ChartPlot, build_chart, choose_rows, fit_legend
 from viewer.planning.types import Plan
 from viewer.ui.chart_text import STORAGE_DTYPES  # noqa: F401 (re-exported: the menu's dtypes)
@@ -270,8 +270,13 @@ class PackingChart(QWidget):
         rect = QRectF(self.view.viewport().rect())
         if rect.width() > 0 and rect.height() > 0:
             self.view.ci.setGeometry(rect)  # build_chart chooses its rows for this size
-        self._chart = build_chart(self._data, self.view.ci, legend="top", title_pt=11.0)
+        self._chart = build_chart(self._data, self.view.ci, legend="top", title_pt=11.0,
+                                  curve_steps=CURVE_STEPS_PER_PX * int(rect.width() or 1600))
         self._fit_layout()
+        curve_vb = self._chart.breadth.getViewBox()  # the curve follows pans, zooms and resizes
+        curve_vb.sigXRangeChanged.connect(self._chart.fit_curve_to_view)
+        curve_vb.sigResized.connect(self._chart.fit_curve_to_view)
+        self._chart.fit_curve_to_view()
         self._chart.packing.setMenuEnabled(True)
         vb = self._chart.packing.getViewBox()
         vb.mouseClickEvent = lambda ev, vb=vb: self._on_packing_view_clicked(vb, ev)

@@ -173,9 +173,32 @@ def build_menus(w) -> None:
     for a in (w.optimize_action, w.reorder_action, w.restore_order_action, w.save_reordered_action,
               w.save_offline_plan_action):
         m.addAction(a)
+    m.addSeparator()
+    w.session_action = _action(
+        w, "Dynamic-shape &session…", lambda: _open_session(w), None,
+        "Run a sequence of input shapes in one LiteRT interpreter: the arena each step needs, "
+        "the arena held (LiteRT never shrinks it), growth and the high-water mark")
+    m.addAction(w.session_action)
+    w.delegate_action = _action(
+        w, "Memory under a &delegate…", lambda: _open_delegate(w), None,
+        "Measure the model under XNNPACK or a delegate library (GPU/NPU): LiteRT's CPU arena "
+        "beside it, the delegate's own memory (packed weights, workspace) and the runtime overhead")
+    m.addAction(w.delegate_action)
 
     m = mb.addMenu("&Help")
     m.addAction(_action(w, "&Keyboard shortcuts", lambda: dialogs.show_shortcuts(w), "F1"))
+
+
+def _open_delegate(w) -> None:
+    from viewer.ui.delegate_dialog import open_delegate_dialog
+
+    open_delegate_dialog(w)
+
+
+def _open_session(w) -> None:
+    from viewer.ui.session_dialog import open_session_dialog
+
+    open_session_dialog(w)
 
 
 def build_toolbar(w) -> None:

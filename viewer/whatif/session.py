@@ -8,8 +8,8 @@ copied before it is freed. So after step k the buffer holds the largest plan of 
 during a step that grows it the old and the new block are both allocated.
 
 :func:`buffer_steps` states that rule on a list of planned sizes (no runtime: the window can
-show a session from our planner alone). :func:`session_steps` validates a sequence of input
-shapes against the model. :func:`session_report` puts a measured session
+show a session from our planner alone; :mod:`viewer.whatif.session_plan` parses and checks a
+session's steps and predicts them without the runtime). :func:`session_report` puts a measured session
 (:func:`viewer.runtime.session.measure_session`) beside our planner's replay of every step and
 counts, per step, what the process must hold; the session's high-water mark is the largest of
 those, and the verdict on a budget is taken there.
@@ -19,9 +19,8 @@ from __future__ import annotations
 
 import dataclasses
 from dataclasses import dataclass, field
-from typing import Mapping, Sequence
+from typing import Sequence
 
-from viewer.errors import WhatIfError
 from viewer.whatif.footprint import SOURCE_ESTIMATED, SOURCE_MEASURED, SOURCE_UNKNOWN, Term
 from viewer.whatif.verdict import total_bytes, verdict
 
@@ -94,77 +93,13 @@ def buffer_steps(needed: Sequence[int], start_held: int = 0) -> list[BufferStep]
     return out
 
 
-def session_steps(model, subgraph: int, steps: Sequence[Mapping[str | int, Sequence[int]]],
-                  ) -> list[dict[int, tuple[int, ...]]]:
-    """Check a session's input shapes against the model; ``{input position: shape}`` per step.
-
-    Parameters
-    ----------
-    model : viewer.model.types.Model
-    subgraph : int
-    steps : sequence of mapping
-        Per step ``{input name or position: shape}``; the key ``"*"`` means every input with a
-        dynamic dimension.
-
-    Raises
-    ------
-    viewer.errors.WhatIfError
-        One line naming the file: no step, a subgraph without a dynamic input, an unknown
-        input, a shape of the wrong rank, a dimension below 1, or a change to a dimension the
-        file fixes (LiteRT's ``ResizeInputTensorStrict`` refuses it).
-    """
-    sg = model.subgraph(subgraph)
-    where = f"{model.path}: subgraph {subgraph}"
-    inputs = [i for i in sg.inputs if i >= 0]
-    dynamic = [p for p, t in enumerate(inputs) if -1 in tuple(sg.tensors[t].shape_signature or ())]
-    if not dynamic:
-        raise WhatIfError(f"{where} has no input with a dynamic dimension (-1 in its "
-                          "shape_signature): every step would be the same; a session needs one")
-    if not steps:
-        raise WhatIfError(f"{model.path}: a session needs at least one step")
-    by_name = {sg.tensors[t].name: p for p, t in enumerate(inputs)}
-    out = []
-    for k, step in enumerate(steps):
-        resolved: dict[int, tuple[int, ...]] = {}
-        for key, shape in step.items():
-            for pos in (dynamic if key == "*" else [_input_position(where, key, by_name, len(inputs))]):
-                resolved[pos] = _checked_shape(where, k, sg.tensors[inputs[pos]], tuple(shape))
-        out.append(resolved)
-    return out
-
-
-def _input_position(where: str, key, by_name: dict, n: int) -> int:
-    if isinstance(key, int) or str(key).isdigit():
-        pos = int(key)
-        if not 0 <= pos < n:
-            raise WhatIfError(f"{where} has no input {pos} (it has {n}: 0..{n - 1})")
-        return pos
-    if key not in by_name:
-        raise WhatIfError(f"{where} has no input named {key!r}; inputs: {', '.join(by_name)}")
-    return by_name[key]
-
-
-def _checked_shape(where: str, k: int, tensor, shape: tuple[int, ...]) -> tuple[int, ...]:
-    sig = tuple(tensor.shape_signature or tensor.shape or ())
-    label = f"{where}, step {k + 1}, input {tensor.name!r} (shape_signature {list(sig)})"
-    if len(shape) != len(sig):
-        raise WhatIfError(f"{label}: shape {'x'.join(map(str, shape)) or '()'} has rank "
-                          f"{len(shape)}, the input has rank {len(sig)}")
-    for d, (s, want) in enumerate(zip(shape, sig)):
-        if s < 1:
-            raise WhatIfError(f"{label}: dimension {d} is {s}; dimensions must be at least 1")
-        if want != -1 and s != want:
-            raise WhatIfError(f"{label}: dimension {d} is fixed at {want} by the file, not {s} "
-                              "(only -1 dimensions can change)")
-    return tuple(int(s) for s in shape)
-
-
 @dataclass(frozen=True)
 class SessionStep:
     """One step of a session, measured by LiteRT and predicted by our planner.
 
     Every size is in bytes. ``*_planned`` figures come from our ``litert`` planner replayed on
-    the runtime's own tensors and kernel temporaries of this step, and :func:`buffer_steps`.
+    the runtime's own tensors and kernel temporaries of this step, and :func:`buffer_steps`;
+    they are None under a delegate (the planner re-states LiteRT's CPU arena without one).
 
     Attributes
     ----------
@@ -178,7 +113,7 @@ class SessionStep:
     replay_exact : bool
         Our plan has LiteRT's size and every offset.
     needed_predicted : int or None
-        Ours without the runtime (:func:`plan_session`: inferred shapes, estimated kernel
+        Ours without the runtime (:func:`viewer.whatif.session_plan.plan_session`: inferred shapes, estimated kernel
         temporaries); None when not predicted.
     held, held_planned : int or None
         The buffer after the step: measured ``malloc_usable_size`` (None if not read) and
@@ -205,20 +140,22 @@ class SessionStep:
         What the process must hold at the step's worst instant; ``total`` adds the counted ones.
     total, total_planned : int
         Counted sum with the measured arena figures, and with ours in their place.
+    plan : Plan or None
+        Our replay's plan of the step (offsets of every arena tensor), for a chart of the step.
     """
 
     index: int
     shapes: tuple[tuple[str, tuple[int, ...]], ...]
     needed: int
-    needed_planned: int
-    replay_exact: bool
+    needed_planned: int | None
+    replay_exact: bool | None
     held: int | None
-    held_planned: int
-    request_planned: int
+    held_planned: int | None
+    request_planned: int | None
     grew: bool
     grew_during_invoke: bool
     growth_extra: int
-    growth_extra_planned: int
+    growth_extra_planned: int | None
     peak_above_end: int | None
     peak_above_end_planned: int
     dynamic_count: int
@@ -226,8 +163,9 @@ class SessionStep:
     dynamic_held: int
     terms: tuple[Term, ...]
     total: int
-    total_planned: int
+    total_planned: int | None
     needed_predicted: int | None = None
+    plan: object = field(default=None, compare=False, repr=False)
 
     def as_dict(self) -> dict:
         return {
@@ -281,6 +219,8 @@ class SessionReport:
     unknowns: tuple[str, ...] = ()
     error: str = ""
     notes: tuple[str, ...] = field(default=())
+    #: The interpreter's configuration: ``builtin`` (no default delegates) or ``default``.
+    resolver: str = "builtin"
 
     @property
     def high_water_bytes(self) -> int | None:
@@ -290,7 +230,8 @@ class SessionReport:
     @property
     def high_water_planned_bytes(self) -> int | None:
         """The largest step total with our planner's arena figures, bytes."""
-        return max((s.total_planned for s in self.steps), default=None)
+        got = [s.total_planned for s in self.steps if s.total_planned is not None]
+        return max(got, default=None)
 
     @property
     def warm_up_bytes(self) -> int | None:
@@ -350,8 +291,10 @@ def session_report(model, run, *, limit: int | None = None, weights_mode: str = 
     if not run.ok:
         raise RuntimeProbeError(run.error)
     sg = model.subgraph(run.subgraph)
-    replays = [replay(model, s.probe) for s in run.steps]
-    planned = buffer_steps([r.arena_bytes for r in replays])
+    delegated = getattr(run, "resolver", "builtin") != "builtin"
+    replays = [None if delegated else replay(model, s.probe) for s in run.steps]
+    planned = (buffer_steps([r.arena_bytes for r in replays]) if not delegated
+               else [None] * len(run.steps))
     steps, prev_held = [], 0
     for s, r, b in zip(run.steps, replays, planned):
         step = _step(model, sg, run, s, r, b, prev_held, weights_mode)
@@ -367,7 +310,8 @@ def session_report(model, run, *, limit: int | None = None, weights_mode: str = 
     elif limit is not None:
         result = "cannot_tell"
     return SessionReport(run.path, run.subgraph, tuple(steps), high, limit, result,
-                         tuple(unknowns), run.error, tuple(run.notes) + _notes(steps))
+                         tuple(unknowns), run.error, tuple(run.notes) + _notes(steps),
+                         getattr(run, "resolver", "builtin"))
 
 
 def _unknowns(model, run, steps, other_signatures: str) -> list[str]:
@@ -394,7 +338,7 @@ def _notes(steps) -> tuple[str, ...]:
     off = [s.index + 1 for s in steps if s.needed_predicted is not None and s.needed_predicted != s.needed]
     if off:
         out.append(f"our prediction without the runtime differs from LiteRT's arena at step(s) {off}")
-    inexact = [s.index + 1 for s in steps if not s.replay_exact]
+    inexact = [s.index + 1 for s in steps if s.replay_exact is False]
     if inexact:
         out.append(f"our litert planner did not reproduce LiteRT's arena byte for byte at step(s) "
                    f"{inexact}: the planned figures there are ours, the verdict uses LiteRT's")
@@ -415,18 +359,24 @@ def _step(model, sg, run, s, r, b: BufferStep, prev_held: int, weights_mode: str
         extra = max(extra, prev_held)
     if grew_in_invoke:
         extra = max(extra, s.held_after_allocate_bytes or 0)
-    extra_planned = (b.during_growth - b.held) if b.grew else 0
     shapes = tuple((sg.tensors[t].name if 0 <= t < len(sg.tensors) else str(t), shape)
                    for t, shape in s.shapes)
     terms = _terms(model, run, s, extra, weights_mode)
+    resident = max(0, 2 * extra - (s.held_bytes or 0)) if extra else 0
+    grew = moved_at_alloc or grew_in_invoke
+    dyn = (len(s.dynamic), sum(d.nbytes for d in s.dynamic), s.dynamic_held_bytes)
+    if r is None or b is None:  # under a delegate: LiteRT's figures only
+        return SessionStep(s.index, shapes, s.needed_bytes, None, None, s.held_bytes, None, None,
+                           grew, grew_in_invoke, extra, None, s.peak_above_end_bytes, resident,
+                           *dyn, tuple(terms), total_bytes(terms), None)
+    extra_planned = (b.during_growth - b.held) if b.grew else 0
     planned_terms = [Term(t.name, b.request if t.name == "tensor arena" else
                           extra_planned if t.name == "arena growth" else t.bytes,
                           t.source, t.method, t.counted) for t in terms]
     return SessionStep(
         s.index, shapes, s.needed_bytes, r.arena_bytes, r.exact, s.held_bytes, b.held,
-        b.request, moved_at_alloc or grew_in_invoke, grew_in_invoke, extra, extra_planned,
-        s.peak_above_end_bytes, max(0, 2 * extra - (s.held_bytes or 0)) if extra else 0, len(s.dynamic), sum(d.nbytes for d in s.dynamic),
-        s.dynamic_held_bytes, tuple(terms), total_bytes(terms), total_bytes(planned_terms),
+        b.request, grew, grew_in_invoke, extra, extra_planned, s.peak_above_end_bytes, resident,
+        *dyn, tuple(terms), total_bytes(terms), total_bytes(planned_terms), plan=r.plan,
     )
 
 
@@ -456,9 +406,13 @@ def _terms(model, run, s, extra: int, weights_mode: str) -> list[Term]:
     persistent = sum(t.nbytes for t in s.probe.tensors
                      if t.region in (REGION_PERSISTENT, REGION_PERSISTENT_ARENA))
     pers = Term("persistent", persistent, SOURCE_MEASURED,
-                "kTfLiteArenaRwPersistent and kTfLitePersistentRo tensors' bytes")
+                "kTfLiteArenaRwPersistent and kTfLitePersistentRo tensors' bytes now (the persistent "
+                "arena's own buffer, which never shrinks either, is not read: after a larger step "
+                "it can hold more)")
     counted = (held or 0) + s.dynamic_held_bytes + persistent
     terms = [arena, growth, dyn, pers, _overhead(run, s, counted)]
+    if getattr(run, "resolver", "builtin") != "builtin":
+        terms.insert(2, _delegate_transient(s, extra))
     terms.append(Term("weights", int(model.weights_bytes), SOURCE_MEASURED,
                       "constant buffers in the model file, " + (
                           "copied into RAM" if weights_mode == "copied"
@@ -467,91 +421,27 @@ def _terms(model, run, s, extra: int, weights_mode: str) -> list[Term]:
     return terms
 
 
+def _delegate_transient(s, extra: int) -> Term:
+    """Under a delegate: what the step's RSS peaked above its end beyond the arena's copy (a
+    delegate's workspace, reallocated as the shapes grow, is copied or rebuilt the same way)."""
+    peak = s.peak_above_end_bytes
+    if peak is None:
+        return Term("delegate transient", 0, SOURCE_UNKNOWN,
+                    "VmHWM could not be reset per step (/proc/self/clear_refs); 0 B counted")
+    return Term("delegate transient", max(0, peak - extra), SOURCE_MEASURED,
+                f"the process's RSS peaked {peak:,d} B above the step's end (VmHWM reset before "
+                "the step), less the arena growth term")
+
+
 def _overhead(run, s, counted: int) -> Term:
     before, after = run.pss_anon_before_bytes, s.pss_anon_bytes
     if before is None or after is None:
         return Term("runtime overhead", 0, SOURCE_UNKNOWN,
                     "Pss_Anon not readable here (/proc/self/smaps_rollup); 0 B counted")
     grown = after - before
+    delegate = ("; with the default delegates (XNNPACK) also their packed weights and workspace"
+                if getattr(run, "resolver", "builtin") != "builtin" else "")
     return Term("runtime overhead", max(0, grown - counted), SOURCE_ESTIMATED,
                 f"Pss_Anon after the step minus before the interpreter was built = {grown:,d} B, "
                 "less the arena, dynamic and persistent terms (interpreter and kernel state, and "
-                "the harness's and allocator's leftovers: an upper bound)")
-
-
-@dataclass(frozen=True)
-class PlannedStep:
-    """One step of a session from our side alone: our shape inference and ``litert`` planner.
-
-    Attributes
-    ----------
-    index : int
-    shapes : tuple of (str, tuple of int)
-    buffer : BufferStep
-        The step's planned arena and LiteRT's buffer rule applied to it, bytes.
-    estimated : bool
-        Shapes from our own inference (always, here: the runtime is not run).
-    """
-
-    index: int
-    shapes: tuple[tuple[str, tuple[int, ...]], ...]
-    buffer: BufferStep
-    estimated: bool = True
-
-    def as_dict(self) -> dict:
-        b = self.buffer
-        return {"step": self.index + 1, "shapes": {n: list(s) for n, s in self.shapes},
-                "arena_needed_bytes": b.needed, "arena_held_bytes": b.held, "grew": b.grew,
-                "during_growth_bytes": b.during_growth, "request_bytes": b.request}
-
-
-#: What a planned-only session leaves out, said on its numbers.
-PLANNED_ONLY_CAVEAT = ("estimated: our inferred shapes and kernel-temporary estimates, planned as "
-                       "one range by our litert planner; dynamic tensors, tensors sized by input "
-                       "values and LiteRT's planning in ranges during Invoke are left out")
-
-
-def plan_session(model, subgraph: int, steps: Sequence[Mapping[int, Sequence[int]]],
-                 planner: str = "litert") -> list[PlannedStep]:
-    """A session without the runtime: each step's arena planned at our inferred shapes.
-
-    Parameters
-    ----------
-    model : viewer.model.types.Model
-    subgraph : int
-    steps : sequence of mapping
-        ``{input position: shape}`` per step (from :func:`session_steps`).
-    planner : str
-        Registry name; ``litert`` re-states LiteRT's ArenaPlanner.
-
-    Returns
-    -------
-    list of PlannedStep
-        Lower bounds of what LiteRT plans (:data:`PLANNED_ONLY_CAVEAT`), with
-        :func:`buffer_steps` applied across them.
-
-    Raises
-    ------
-    viewer.errors.WhatIfError
-        A step our shape inference cannot take (the operator named).
-    """
-    from viewer.planning.registry import get_planner
-    from viewer.planning.types import DEFAULT_ALIGNMENT
-    from viewer.whatif.edits import WhatIfEdits, apply_edits
-    from viewer.whatif.tiling.plan import analyze_with_temporaries
-
-    sg = model.subgraph(subgraph)
-    inputs = [i for i in sg.inputs if i >= 0]
-    plan = get_planner(planner).func
-    needed, named = [], []
-    for step in steps:
-        edits = WhatIfEdits(input_shapes={int(p): tuple(int(d) for d in s) for p, s in step.items()})
-        try:
-            edited = apply_edits(model, subgraph, edits, shape_source="inferred")
-        except WhatIfError as e:
-            raise WhatIfError(f"step {len(needed) + 1}: {e}") from None
-        analysis, _ = analyze_with_temporaries(edited.subgraph)
-        needed.append(int(plan(analysis.problem(), DEFAULT_ALIGNMENT).arena_bytes))
-        named.append(tuple((sg.tensors[inputs[int(p)]].name, tuple(int(d) for d in s))
-                           for p, s in step.items()))
-    return [PlannedStep(k, named[k], b) for k, b in enumerate(buffer_steps(needed))]
+                f"the harness's and allocator's leftovers: an upper bound{delegate})")
