@@ -180,8 +180,8 @@ def test_over_budget_said_once_and_batch_zero_explained(chain, capsys):
 
 
 @pytest.mark.parametrize("argv, msg", [
-    (["--time-limit", "0"], "--time-limit 0"),
-    (["--time-limit", "inf"], "--time-limit inf"),
+    (["--time-limit", "0"], "--time-limit: 0"),
+    (["--time-limit", "inf"], "--time-limit: inf"),
     (["--budget", "99999999999999999999999TiB"], "too large"),
 ])
 def test_bad_limits_are_one_line(chain, capsys, argv, msg):

@@ -109,3 +109,18 @@ def test_totals_of_a_file_the_runtime_cannot_load_is_one_line(tmp_path):
     bad.write_bytes(b"\0" * 64)
     got = probe_totals(bad)
     assert not got.ok and str(bad) in got.error and "\n" not in got.error
+
+
+def test_totals_asked_ahead_answer_the_later_question_without_the_worker(tmp_path):
+    from viewer.runtime.worker import prefetch_totals
+
+    p = write(tmp_path, "chain.tflite", add_chain(3))
+    shapes = {0: (2, 8, 8, 3)}
+    prefetch_totals(p, shapes, timeout=60).join(120)
+    w = worker_for(p)
+    got = totals_resident(p, shapes)
+    assert got.ok and got.arena_bytes == probe_model(p, input_shapes=shapes, check=True).arena_bytes
+    assert w.starts == 0 and w.requests == 0  # answered by the process asked ahead
+    prefetch_totals(p, {0: (1, 8, 8, 4)}, timeout=60)  # still running: the question waits for it
+    bad = totals_resident(p, {0: (1, 8, 8, 4)})
+    assert bad.error == probe_totals(p, {0: (1, 8, 8, 4)}).error and w.starts == 0

@@ -352,11 +352,7 @@ def probe_resident(path: str | os.PathLike, *args, **kwargs):
         else:
             worker = worker_for(full)
             key = _probe_key(worker, args, kwargs)
-            with worker._cache_lock:
-                kept = worker._probes.get(key) if key is not None else None
-                if kept is None and key is not None and not kwargs.get("overhead"):
-                    # the same probe asked with the overhead measured (its answer plus that)
-                    kept = worker._probes.get(_probe_key(worker, args, {**kwargs, "overhead": True}))
+            kept = _kept_probe(worker, key, args, kwargs)
             if kept is not None:
                 return kept
             probe = probe_model(path, *args, runner=worker.run, **kwargs)
@@ -369,11 +365,80 @@ def probe_resident(path: str | os.PathLike, *args, **kwargs):
     return probe_model(path, *args, **kwargs)
 
 
+def _kept_probe(worker: RuntimeWorker, key, args: tuple, kwargs: dict):
+    """The parsed probe kept for ``key`` (or for the same question asked with the overhead
+    measured: its answer plus that figure), or None."""
+    if key is None:
+        return None
+    with worker._cache_lock:
+        kept = worker._probes.get(key)
+        if kept is None and not kwargs.get("overhead"):
+            kept = worker._probes.get(_probe_key(worker, args, {**kwargs, "overhead": True}))
+    return kept
+
+
+# -- asking ahead ------------------------------------------------------
+_INFLIGHT_LOCK = threading.Lock()
+#: Totals asked ahead (prefetch_totals), by file identity and shapes: ProbeTotals or an Event.
+_TOTALS: "collections.OrderedDict" = collections.OrderedDict()
+
+
+def _totals_key(path: str, input_shapes):
+    try:
+        st = os.stat(path)
+        norm = tuple(sorted((str(k), tuple(int(d) for d in v)) for k, v in (input_shapes or {}).items()))
+    except (OSError, TypeError, ValueError, AttributeError):
+        return None
+    return (os.path.realpath(os.path.abspath(path)), st.st_mtime_ns, st.st_size, norm)
+
+
+def prefetch_totals(path: str | os.PathLike, input_shapes=None, timeout: float = 60.0) -> threading.Thread:
+    """:func:`viewer.runtime.probe.probe_totals` in a one-shot process of its own, now, beside
+    the resident worker (which may be allocating the batch-1 probe): ``check``'s batch-2
+    footprint then costs no wall time of its own on a second core. :func:`totals_resident` with
+    the same arguments takes this answer (waiting for it while it runs)."""
+    from viewer.runtime.probe import probe_totals
+
+    key = _totals_key(str(path), input_shapes)
+    done = threading.Event()
+    with _INFLIGHT_LOCK:
+        if key is not None:
+            _TOTALS[key] = done
+            while len(_TOTALS) > ANSWERS_KEPT:
+                _TOTALS.popitem(last=False)
+
+    def run():
+        try:
+            got = probe_totals(path, input_shapes, timeout)
+        except Exception:
+            got = None
+        with _INFLIGHT_LOCK:
+            if key is not None and _TOTALS.get(key) is done:
+                if got is not None:  # the same question on the same file: the same answer
+                    _TOTALS[key] = got
+                else:
+                    del _TOTALS[key]
+        done.set()
+
+    t = threading.Thread(target=run, name="arena-viewer-prefetch-totals", daemon=True)
+    t.start()
+    return t
+
+
 def totals_resident(path: str | os.PathLike, input_shapes=None, timeout: float = 60.0):
     """:func:`viewer.runtime.probe.probe_totals`, answered by the model's resident worker (a
     path that is not UTF-8 runs one-shot)."""
     from viewer.runtime.probe import probe_totals
 
+    key = _totals_key(str(path), input_shapes)
+    with _INFLIGHT_LOCK:
+        ahead = _TOTALS.get(key) if key is not None else None
+    if isinstance(ahead, threading.Event):
+        ahead.wait(float(timeout) + START_TIMEOUT)
+        with _INFLIGHT_LOCK:
+            ahead = _TOTALS.get(key)
+    if ahead is not None and not isinstance(ahead, threading.Event):
+        return ahead
     full = os.path.abspath(str(path))
     if model_file_error(full) is None:
         try:
@@ -406,4 +471,4 @@ def _probe_key(worker: RuntimeWorker, args: tuple, kwargs: dict):
 
 
 __all__ = ["RuntimeWorker", "worker_for", "close_workers", "probe_resident", "totals_resident",
-           "display_path"]
+           "prefetch_totals", "display_path"]

@@ -314,6 +314,32 @@ def _other_subgraphs(model, entry, planner, time_limit, probe, edited, timeout, 
     return others
 
 
+def totals_apply(model: Model, subgraph_index: int, edits: WhatIfEdits | None, *,
+                 planner: str = "litert", measure: bool = True) -> bool:
+    """Whether :func:`footprint_terms` asks the runtime for totals only: LiteRT's own arena
+    (``litert``, measured), subgraph 0 with nothing reached through control flow, shape edits
+    only."""
+    edits = edits if edits is not None else WhatIfEdits()
+    return (planner == "litert" and measure and subgraph_index == 0
+            and not (edits.activation_dtype or edits.tensor_dtypes or edits.rescale_fixed_sizes)
+            and not reachable_subgraphs(model, subgraph_index))
+
+
+def totals_shapes(model: Model, subgraph_index: int, edits: WhatIfEdits | None):
+    """The input shapes (by position) :func:`footprint_terms` asks the totals for, or None
+    when it does not ask (see :func:`totals_apply`) or the edit is refused (it says why)."""
+    from viewer.whatif.apply import resolve_input_shapes
+
+    edits = edits if edits is not None else WhatIfEdits()
+    if not totals_apply(model, subgraph_index, edits):
+        return None
+    try:
+        return _probe_positions(model, subgraph_index,
+                                resolve_input_shapes(model, model.subgraph(subgraph_index), edits))
+    except WhatIfError:
+        return None
+
+
 @dataclass(frozen=True)
 class FootprintTerms:
     """The terms and unknowns of a footprint, without its analysis or plan
@@ -346,10 +372,7 @@ def footprint_terms(model: Model, subgraph_index: int = 0, edits: WhatIfEdits | 
         As :func:`footprint`.
     """
     edits = edits if edits is not None else WhatIfEdits()
-    fast = (planner == "litert" and measure and subgraph_index == 0
-            and not (edits.activation_dtype or edits.tensor_dtypes or edits.rescale_fixed_sizes)
-            and not reachable_subgraphs(model, subgraph_index))
-    if fast:
+    if totals_apply(model, subgraph_index, edits, planner=planner, measure=measure):
         from viewer.runtime.worker import totals_resident
         from viewer.whatif.apply import resolve_input_shapes
 
