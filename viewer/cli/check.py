@@ -39,6 +39,7 @@ from viewer.units import SIZE_SYNTAX, format_bytes, parse_size
 from viewer.whatif.budget import WEIGHTS_MODES, fixed_bytes
 from viewer.whatif.check_report import (budget_json, dynamic_batch, invoke_qualifier,
                                         other_signatures_unknown, runtime_configuration, verdict_text)
+from viewer.whatif.deployment import with_resource_caches
 from viewer.whatif.footprint import SOURCE_ESTIMATED, SOURCE_MEASURED, Term, footprint, signature_keys
 from viewer.whatif.verdict import (EXIT_CODES, VERDICT_CANNOT_TELL, VERDICT_FITS, batch_growth,
                                    BatchGrowth, budget_terms, largest_batch_answer, margin_unknown,
@@ -169,6 +170,7 @@ def run(args: argparse.Namespace) -> int:
     overhead, overhead_unknown = _overhead(args, model, fp, edits, runtime, timeout)
     runtime = overhead.bytes
     terms = budget_terms(fp, weights_mode=args.weights, overhead=overhead)
+    terms = with_resource_caches(terms, model, args.subgraph)  # KV-cache storage: in no arena
     tiled, _, counted, args._tile = apply_tile(args, fp.arena_bytes, fp.arena_term.method,
                                                fp.arena_term.method)
     if args._tile is not None:  # the tiled execution's peak replaces the arena term
@@ -203,7 +205,8 @@ def run(args: argparse.Namespace) -> int:
     rep = _Report(limit, used, batch, result, terms, best_batch, growth)
     args._whatif_used = None
     if args._whatif is not None:
-        wterms = budget_terms(args._whatif, weights_mode=args.weights, overhead=overhead)
+        wterms = with_resource_caches(budget_terms(args._whatif, weights_mode=args.weights, overhead=overhead),
+                                      model, args.subgraph)
         args._whatif_used = total_bytes(wterms)
     if args.json:
         _print_json(args, model, fp, rep, found)
