@@ -275,8 +275,9 @@ def _report(args, model, fp, spec, account, terms, unknowns, notes, limit, used,
     return {
         "model": str(model.path), "runtime": "litert", "subgraph": 0,
         "signatures": [s.key for s in model.signatures if s.subgraph_index == 0],
-        "planner": "litert", "verdict": result, "fits": result == VERDICT_FITS,
-        "verdict_text": text, "estimated": False, "dynamic_batch": dyn,
+        "planner": "litert",
+        "delegates": "default" if spec.kind == "xnnpack" else (spec.library or spec.kind),
+        "verdict": result, "fits": result == VERDICT_FITS, "verdict_text": text, "estimated": False, "dynamic_batch": dyn,
         "configuration": spec.configuration + (": every term measured in one delegated process"
                                                if account else ": not measured"),
         "sized_at_invoke": fp.invoke_sizing.as_dict() if fp.invoke_sizing is not None else None,

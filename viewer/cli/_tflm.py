@@ -85,7 +85,8 @@ def run_check(args) -> int:
     code = 0 if fits else (1 if used is not None or lower > limit else 3)
     terms = arena_terms(fp)
     report = {
-        "model": str(args.model), "runtime": "tflm", "planner": fp.planner, "fits": fits,
+        "model": str(args.model), "runtime": "tflm", "delegates": "none", "planner": fp.planner,
+        "fits": fits,
         "verdict": ("fits", "does_not_fit", "", "cannot_tell")[code], "verdict_text": verdict,
         "limit_bytes": limit, "measured": fp.measured,
         "head_bytes": fp.head_bytes, "tail_bytes": fp.tail_bytes,
@@ -202,6 +203,7 @@ def _litert_keys(args, model, fp, report: dict, limit: int) -> dict:
         "widest_op": fp.analysis.widest_op if fp.analysis is not None else -1,
         "whatif_planner": None,
         "runtime": "tflm",
+        "delegates": "none",
         "limit_bytes": limit,
     }
 
