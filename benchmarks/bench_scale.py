@@ -15,14 +15,15 @@ children included: the LiteRT worker of ``check``) and the peak RSS are printed.
 machine the wall time mostly measures the others' load (the load average is printed beside it);
 CPU time is the fair figure then. ``plan`` runs every fast planner (``--planner all``: naive,
 litert, greedy_by_size, greedy_by_breadth, strip_packing) and verifies each plan; ``check``
-plans only (``--no-measure``); ``check-measured`` also runs LiteRT (at batch 1 and, for the
-batch growth, batch 2); ``export`` writes a 1600x1000 PNG with LiteRT's measured arena,
+plans only (``--no-measure``); ``check-measured`` also runs LiteRT (at batch 1, where the same
+process measures the runtime overhead, and, for the batch growth, batch 2 as totals only, in a
+second process beside it); ``export`` writes a 1600x1000 PNG with LiteRT's measured arena,
 ``export-svg`` the same chart as an SVG (every tensor's rectangle; the breadth curve at most 4
 steps per pixel).
 Two anchors, measured in the same run: ``plan --planner greedy_by_size`` (issue 15: under a
 second at 100k tensors on an idle machine), and ``litert``: LiteRT alone, ``Interpreter(...)``
 + ``allocate_tensors()`` in a fresh process, the floor of every measured command (``check``
-allocates twice). Target: each command under 10 s at 100k.
+allocates twice: batch 1 and batch 2). Target: each command under 10 s at 100k.
 """
 
 from __future__ import annotations

@@ -180,8 +180,8 @@ def test_over_budget_said_once_and_batch_zero_explained(chain, capsys):
 
 
 @pytest.mark.parametrize("argv, msg", [
-    (["--time-limit", "0"], "--time-limit 0"),
-    (["--time-limit", "inf"], "--time-limit inf"),
+    (["--time-limit", "0"], "--time-limit: 0"),
+    (["--time-limit", "inf"], "--time-limit: inf"),
     (["--budget", "99999999999999999999999TiB"], "too large"),
 ])
 def test_bad_limits_are_one_line(chain, capsys, argv, msg):
@@ -207,16 +207,17 @@ def test_find_resolution_says_not_an_image_model(tmp_path, capsys):
 @pytest.mark.shared
 @pytest.mark.slow
 def test_find_resolution_is_the_true_largest_per_the_runtime(capsys):
-    """mobilenet_v2_224_int8, 4 MiB, weights mapped: the side found fits in the runtime's arena
-    beside the measured runtime overhead, and the next side does not (356 with no overhead
-    counted; about 278 with the ~1.5 MiB LiteRT measures beyond the arena)."""
+    """mobilenet_v2_224_int8, 5 MiB, weights mapped: the side found fits in the runtime's arena
+    beside the measured runtime overhead, and the next side does not (the ~2.5 MiB LiteRT
+    measures beyond the arena in a process whose freed heap was given back before the
+    measurement; at 4 MiB not even 224 fits beside it)."""
     from viewer.runtime.probe import probe_model
 
     p = shared_model("mobilenet_v2_224_int8.tflite")
-    rc, r = _json(capsys, "check", str(p), "--budget", "4MiB", "--weights", "mapped", "--find-resolution")
+    rc, r = _json(capsys, "check", str(p), "--budget", "5MiB", "--weights", "mapped", "--find-resolution")
     side = r["find_resolution"]["side"]
     assert side > 224 and r["runtime_bytes"] > 0
-    limit = (4 << 20) - r["runtime_bytes"]
+    limit = (5 << 20) - r["runtime_bytes"]
     at = probe_model(p, input_shapes={0: (1, side, side, 3)}, check=True)
     above = probe_model(p, input_shapes={0: (1, side + 1, side + 1, 3)}, check=True)
     assert at.arena_bytes <= limit < above.arena_bytes
@@ -248,7 +249,7 @@ def test_deferred_arena_counted_after_one_invoke(capsys):
     rc, r = _json(capsys, "check", str(p), "--budget", "3MiB")
     assert rc == 1 and r["verdict"] == "does_not_fit"
     assert r["terms"][0] == {"name": "tensor arena", "bytes": 11_583_488, "source": "measured",
-                             "method": r["terms"][0]["method"], "counted": True}
+                             "method": r["terms"][0]["method"], "counted": True, "margin_bytes": 0}
     assert "Invoke" in r["terms"][0]["method"]
 
 

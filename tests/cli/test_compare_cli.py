@@ -101,3 +101,24 @@ def test_a_missing_model_is_one_line_before_any_is_measured(tmp_path, capsys, wh
     rc, out, err = _run(capsys, "compare", str(a), str(b))
     assert rc == 2 and out == ""
     assert err.count("\n") == 1 and str(b) in err and "[1/" not in err, err
+
+
+@pytest.mark.shared
+def test_persistent_tensors_are_counted_and_rank_the_models(capsys):
+    """newuser3 #5: a float16 model's DEQUANTIZE outputs (13.9 MB, computed once at prepare and
+    held outside the arena) were left out, so it looked as cheap as the float32 model."""
+    a = shared_model("mobilenet_v2_224.tflite")
+    b = shared_model("mobilenet_v2_224_fp16.tflite")
+    rc, out, err = _run(capsys, "compare", str(b), str(a), "--json")
+    assert rc == 0, err
+    rows = {r["path"]: r for r in json.loads(out)["models"]}
+    rc, chk, err = _run(capsys, "check", str(b), "--budget", "1GiB", "--json")
+    terms = {t["name"]: t["bytes"] for t in json.loads(chk)["terms"]}
+    assert rows[str(b)]["persistent_bytes"] == terms["persistent (outside the arena)"] > 13_000_000
+    assert rows[str(a)]["persistent_bytes"] == 0
+    for r in rows.values():
+        assert r["held_bytes"] == r["arena_bytes"] + r["other_subgraphs_bytes"] + r["persistent_bytes"]
+    assert json.loads(out)["ranking"]["held"] == [str(a), str(b)]
+    rc, out, err = _run(capsys, "compare", str(b), str(a))
+    assert "persistent" in out.splitlines()[0] and "held" in out.splitlines()[0]
+    assert "ranked by held:      mobilenet_v2_224.tflite < mobilenet_v2_224_fp16.tflite" in out

@@ -199,8 +199,8 @@ def test_not_proven_label_gives_bound_and_gap():
 
 
 @pytest.mark.parametrize("argv, needle", [
-    (["--time-limit", "0"], "--time-limit 0"),
-    (["--time-limit", "nan"], "--time-limit nan"),
+    (["--time-limit", "0"], "--time-limit: 0"),
+    (["--time-limit", "nan"], "--time-limit: nan"),
     (["--planner", "litert,bogus"], "unknown planner 'bogus'"),
 ])
 def test_limits_and_planner_lists_are_one_line(tmp_path, capsys, argv, needle):

@@ -159,6 +159,7 @@ def main(argv: list[str] | None = None) -> int:
     except ViewerError as e:
         hint = FIXED_SIZE_HINTS["cli"] if getattr(e, "fixed_size", False) else ""
         print(f"{PROG}: error: {e}{hint}", file=sys.stderr)
+        _json_error(argv, f"{e}{hint}", 2)
         return 2
     except BrokenPipeError:  # e.g. `arena-viewer check M --budget 4MiB | head -1`
         try:  # the rest of the output goes nowhere, and shutdown's flush raises no more
@@ -179,7 +180,26 @@ def main(argv: list[str] | None = None) -> int:
             "(set ARENA_VIEWER_DEBUG=1 for a traceback, and please report it)",
             file=sys.stderr,
         )
+        _json_error(argv, f"internal error: {type(e).__name__}: {e}", EXIT_INTERNAL_ERROR)
         return EXIT_INTERNAL_ERROR
+
+
+def _json_error(argv: list[str], message: str, code: int) -> None:
+    """With ``--json``, the error as one JSON object on stdout too, so that a CI step parsing
+    stdout reads ``{"verdict": "error", "error": "...", "exit_code": 2}`` rather than nothing
+    (the line on stderr stays). ``verdict`` is there for ``check`` and ``session``."""
+    if "--json" not in argv[1:]:
+        return
+    doc: dict = {"error": message, "exit_code": code}
+    if argv[0] in ("check", "session"):
+        doc = {"verdict": "error", "fits": False, **doc}
+    try:
+        import json
+
+        print(json.dumps(doc))
+        sys.stdout.flush()
+    except (OSError, ValueError):
+        pass
 
 
 def entry_point() -> None:

@@ -41,21 +41,41 @@ def resolve_signature(args: argparse.Namespace) -> None:
     args.subgraph = index
 
 
+#: The longest duration a flag takes, in seconds (11.6 days): the runtime waits go through
+#: poll(2), whose timeout is a C int of milliseconds (at most 2,147,483 s); ``--timeout 1e9``
+#: was an internal error.
+MAX_SECONDS = 1_000_000
+
+
+class StoreOnce(argparse.Action):
+    """argparse action of a flag that may be given once: ``--budget 4MiB --budget 8MiB`` is an
+    error (one line, exit 2), not the last one silently winning (a CI script appending a
+    stricter budget to a default got the looser one)."""
+
+    def __call__(self, parser, namespace, values, option_string=None):
+        if getattr(namespace, f"_{self.dest}_given", False):
+            parser.error(f"{option_string} given twice; give it once")
+        setattr(namespace, f"_{self.dest}_given", True)
+        setattr(namespace, self.dest, values)
+
+
 def positive_seconds(text: str) -> float:
-    """argparse ``type`` of a duration: a positive, finite number of seconds.
+    """argparse ``type`` of a duration: a positive, finite number of seconds, at most
+    :data:`MAX_SECONDS`.
 
     Raises
     ------
     argparse.ArgumentTypeError
-        For anything else (``0``, ``-1``, ``nan``, ``inf``, ``soon``): the parser makes it one
-        line, exit 2, naming the option.
+        For anything else (``0``, ``-1``, ``nan``, ``inf``, ``1e9``, ``soon``): the parser makes
+        it one line, exit 2, naming the option.
     """
     try:
         value = float(text)
     except ValueError:
         value = math.nan
-    if not (math.isfinite(value) and value > 0):
-        raise argparse.ArgumentTypeError(f"{text}: need a positive, finite number of seconds (e.g. 10)")
+    if not (math.isfinite(value) and 0 < value <= MAX_SECONDS):
+        raise argparse.ArgumentTypeError(f"{text}: need a positive, finite number of seconds, at "
+                                         f"most {MAX_SECONDS:,} (e.g. 10)")
     return value
 
 

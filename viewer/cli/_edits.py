@@ -10,6 +10,7 @@ from __future__ import annotations
 import argparse
 import re
 
+from viewer.cli._common import StoreOnce
 from viewer.errors import UsageError
 from viewer.model.dtypes import BITS
 from viewer.whatif.apply import ACTIVATION_DTYPES
@@ -29,7 +30,7 @@ def add_edit_args(parser: argparse.ArgumentParser) -> None:
         "input; NAME is the input tensor's name or position (0, 1, ...), omitted for the only "
         "image input. Repeatable.",
     )
-    g.add_argument("--batch", default=None, metavar="N", help="batch size (dimension 0 of every input), N >= 1")
+    g.add_argument("--batch", default=None, action=StoreOnce, metavar="N", help="batch size (dimension 0 of every input), N >= 1")
     g.add_argument(
         "--activation-dtype", default=None, metavar="DTYPE",
         help=f"store every non-constant float tensor as DTYPE, one of {', '.join(ACTIVATION_DTYPES)} "
@@ -94,6 +95,10 @@ def edits_from_args(args: argparse.Namespace, *, rescale_needs_shape: bool = Tru
             raise UsageError(f"--batch {batch!r}: use an integer >= 1") from None
         if batch < 1:
             raise UsageError(f"--batch {batch}: use an integer >= 1")
+        for key, dims in shapes.items():  # one place for the batch: never one silently dropped
+            if dims and dims[0] not in (1, batch):
+                raise UsageError(f"--batch {batch} and --input-shape {_shape_text(key, dims)} disagree "
+                                 f"on dimension 0 (the batch): give the batch in one place")
     act = getattr(args, "activation_dtype", None)
     if act is not None:
         act = str(act).strip().lower()
@@ -115,6 +120,11 @@ def edits_from_args(args: argparse.Namespace, *, rescale_needs_shape: bool = Tru
         raise UsageError("--rescale-fixed-sizes needs --input-shape")
     return WhatIfEdits(input_shapes=shapes, batch=batch, activation_dtype=act, tensor_dtypes=tdt,
                        rescale_fixed_sizes=rescale)
+
+
+def _shape_text(key: str | int, dims: tuple[int, ...]) -> str:
+    shape = "x".join(str(d) for d in dims)
+    return f"{key}={shape}" if key != "" else shape
 
 
 def _key_text(key: str | int) -> str:

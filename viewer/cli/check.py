@@ -26,7 +26,7 @@ import math
 import sys
 import time
 
-from viewer.cli._common import add_model_args, known_planners_help
+from viewer.cli._common import StoreOnce, positive_seconds, add_model_args, known_planners_help
 from viewer.cli._delegate_check import add_delegate_args, delegate_spec, run_delegate_check
 from viewer.cli._tile_check import add_tile_arg, apply_tile
 from viewer.cli._deployment import add_deployment_args, run_check as run_deployment_check, wanted as deployment_wanted
@@ -37,9 +37,13 @@ from viewer.model.reader import load_model
 from viewer.planning.registry import get_planner
 from viewer.units import SIZE_SYNTAX, format_bytes, parse_size
 from viewer.whatif.budget import WEIGHTS_MODES, fixed_bytes
+from viewer.whatif.check_report import (budget_json, dynamic_batch, invoke_qualifier,
+                                        other_signatures_unknown, runtime_configuration, verdict_text)
+from viewer.whatif.deployment import with_resource_caches
 from viewer.whatif.footprint import SOURCE_ESTIMATED, SOURCE_MEASURED, Term, footprint, signature_keys
-from viewer.whatif.verdict import (EXIT_CODES, VERDICT_CANNOT_TELL, VERDICT_DOES_NOT_FIT, VERDICT_FITS, batch_growth,
-                                   BatchGrowth, budget_terms, largest_batch_answer, total_bytes, verdict)
+from viewer.whatif.verdict import (EXIT_CODES, VERDICT_CANNOT_TELL, VERDICT_FITS, batch_growth,
+                                   BatchGrowth, budget_terms, largest_batch_answer, margin_unknown,
+                                   total_bytes, verdict)
 
 #: The planner LiteRT's own arena follows (ArenaPlanner, re-stated byte for byte): the verdict's.
 RUNTIME_PLANNER = "litert"
@@ -61,7 +65,7 @@ def add_parser(sub) -> None:
         "fits, 1 when not.",
     )
     add_model_args(p)
-    p.add_argument("--budget", required=True, metavar="SIZE", help=f"device limit in {SIZE_SYNTAX}")
+    p.add_argument("--budget", required=True, action=StoreOnce, metavar="SIZE", help=f"device limit in {SIZE_SYNTAX}")
     p.add_argument("--planner", default="litert", metavar="NAME",
                    help="also print what the arena would be with this planner's layout, as a "
                         "what-if: best (the smallest non-exact plan) or one of: "
@@ -70,9 +74,9 @@ def add_parser(sub) -> None:
     p.add_argument("--no-measure", dest="measure", action="store_false",
                    help="plan only, without running LiteRT: kernel temporaries are then missing "
                         "and the runtime's arena may be larger")
-    p.add_argument("--time-limit", type=float, default=None, metavar="S",
+    p.add_argument("--time-limit", type=positive_seconds, default=None, metavar="S",
                    help="seconds for an exact planner (optimal), > 0")
-    p.add_argument("--timeout", type=float, default=120.0, metavar="S",
+    p.add_argument("--timeout", type=positive_seconds, default=120.0, metavar="S",
                    help="seconds before the LiteRT process is killed (default 120)")
     p.add_argument("--runtime-overhead", default=None, metavar="SIZE",
                    help="runtime overhead added to the sum instead of the measured one (by "
@@ -125,22 +129,21 @@ def _counted_label(fp) -> str:
 
 
 def _other_signatures(model, args) -> str:
-    """The signatures (``"KEY -> subgraph N"``, comma-separated) that run another subgraph than
-    the one checked, when no ``--signature`` chose one; "" otherwise."""
+    """The unknown for signatures that run another subgraph than the one checked, when no
+    ``--signature`` chose one; "" otherwise (:func:`~viewer.whatif.check_report.other_signatures_unknown`)."""
     if getattr(args, "signature", None) is not None:
         return ""
-    return ", ".join(f"{s.key} -> subgraph {s.subgraph_index}" for s in model.signatures
-                     if s.subgraph_index != args.subgraph)
+    return other_signatures_unknown(model, args.subgraph)
 
 
 def run(args: argparse.Namespace) -> int:
+    spec = delegate_spec(args)
+    if spec is not None:  # every term measured under the delegate (viewer/cli/_delegate_check.py)
+        return run_delegate_check(args, spec)
     if deployment_wanted(args):  # several signatures in one interpreter, KV caches counted once
         return run_deployment_check(args)
     if is_tflm(args):
         return run_tflm_check(args)
-    spec = delegate_spec(args)
-    if spec is not None:  # every term measured under the delegate (viewer/cli/_delegate_check.py)
-        return run_delegate_check(args, spec)
     args.weights = args.weights or "copied"
     limit = parse_size(args.budget)
     if limit <= 0:
@@ -152,11 +155,14 @@ def run(args: argparse.Namespace) -> int:
     args._edits = edits
     if args.planner != "best":
         get_planner(args.planner)  # an unknown name: one line before any work
+    overhead_in_probe = runtime is None and args.delegates == "none"
     model = load_model(args.model)
+    _ask_ahead_next_batch(args, model, edits, timeout)
     # LiteRT plans its own arena (ArenaPlanner): the verdict counts that one; another planner's
     # layout is a what-if the board would not see (args._whatif, printed beside the verdict).
     fp = footprint(model, args.subgraph, edits, planner=RUNTIME_PLANNER, measure=args.measure,
-                   timeout=timeout, time_limit=time_limit)
+                   timeout=timeout, time_limit=time_limit,
+                   runtime_overhead=overhead_in_probe)
     args._whatif = (None if args.planner == RUNTIME_PLANNER else
                     footprint(model, args.subgraph, edits, planner=args.planner,
                               measure=args.measure, timeout=timeout, time_limit=time_limit))
@@ -164,6 +170,7 @@ def run(args: argparse.Namespace) -> int:
     overhead, overhead_unknown = _overhead(args, model, fp, edits, runtime, timeout)
     runtime = overhead.bytes
     terms = budget_terms(fp, weights_mode=args.weights, overhead=overhead)
+    terms = with_resource_caches(terms, model, args.subgraph)  # KV-cache storage: in no arena
     tiled, _, counted, args._tile = apply_tile(args, fp.arena_bytes, fp.arena_term.method,
                                                fp.arena_term.method)
     if args._tile is not None:  # the tiled execution's peak replaces the arena term
@@ -175,13 +182,16 @@ def run(args: argparse.Namespace) -> int:
         fp = dataclasses.replace(fp, unknowns=tuple(unknowns))
     others = _other_signatures(model, args)
     if others:  # each signature's runner allocates its own arena: one checked is not all checked
-        unknowns.append(f"the model has other signatures ({others}) that this check did not count, "
-                        "each with its own arena: check each with --signature KEY, or all together with --signatures all")
+        unknowns.append(others)
         fp = dataclasses.replace(fp, unknowns=tuple(unknowns))
     if args._tile is not None:  # the tiled term carries its own temporaries (measured or estimated)
         unknowns = [u for u in unknowns if not u.startswith("kernel temporaries")]
         fp = dataclasses.replace(fp, unknowns=tuple(unknowns))
     used = total_bytes(terms)
+    within = margin_unknown(terms, used, limit)
+    if within:  # a "fits" the measurement's own margin could turn: not a bare "fits"
+        unknowns.append(within)
+        fp = dataclasses.replace(fp, unknowns=tuple(unknowns))
     result = verdict(used, limit, unknowns)
     if args._tile is not None:
         growth = BatchGrowth(None, "not estimated for a tiled execution")
@@ -195,7 +205,8 @@ def run(args: argparse.Namespace) -> int:
     rep = _Report(limit, used, batch, result, terms, best_batch, growth)
     args._whatif_used = None
     if args._whatif is not None:
-        wterms = budget_terms(args._whatif, weights_mode=args.weights, overhead=overhead)
+        wterms = with_resource_caches(budget_terms(args._whatif, weights_mode=args.weights, overhead=overhead),
+                                      model, args.subgraph)
         args._whatif_used = total_bytes(wterms)
     if args.json:
         _print_json(args, model, fp, rep, found)
@@ -207,23 +218,37 @@ def run(args: argparse.Namespace) -> int:
     return EXIT_CODES[result]
 
 
+def _ask_ahead_next_batch(args, model, edits, timeout: float) -> None:
+    """Start the next batch's totals (:func:`viewer.whatif.footprint.footprint_terms`) in a
+    process of their own, once the reader has accepted the file, while the batch-1 probe runs:
+    a second core does it meanwhile (at 100k operators ~3 s of wall time)."""
+    import dataclasses as dc
+
+    from viewer.whatif.edits import WhatIfEdits
+    from viewer.whatif.footprint import totals_shapes
+    from viewer.whatif.verdict import batch_dimension_problem
+
+    if not args.measure or getattr(args, "tile", None) or batch_dimension_problem(model, args.subgraph):
+        return
+    base = edits if edits is not None else WhatIfEdits()
+    shapes = totals_shapes(model, args.subgraph, dc.replace(base, batch=(base.batch or 1) + 1))
+    if shapes is not None:
+        from viewer.runtime.worker import prefetch_totals
+
+        prefetch_totals(model.path, shapes, timeout)
+
+
 def configuration(args, fp) -> str:
     """The runtime configuration the verdict's figures are for, as the verdict line names it."""
-    from viewer.runtime.overhead import CONFIGURATIONS
-
-    if not fp.measured:
-        return CONFIGURATIONS["builtin"] + ", planned only (not measured)"
-    if args.delegates == "default" and args.runtime_overhead is None:
-        return ("LiteRT with its default delegates (XNNPACK on): runtime overhead measured so; "
-                "the arena measured without delegates")
-    return CONFIGURATIONS["builtin"] + (" (a stock interpreter applies XNNPACK: --delegates "
-                                        "default measures that)" if args.runtime_overhead is None
-                                        else "")
+    return runtime_configuration(fp.measured, delegates=args.delegates,
+                                 overhead_given=args.runtime_overhead is not None)
 
 
 def _overhead(args, model, fp, edits, given: int | None, timeout: float) -> tuple[Term, str]:
-    """(the runtime overhead term, "" or the unknown it leaves): given, else measured in a
-    fresh LiteRT process (:func:`viewer.runtime.overhead.measure_overhead`)."""
+    """(the runtime overhead term, "" or the unknown it leaves): given, else measured in the
+    batch-1 probe's own process when it ran at the file's shapes (``footprint(...,
+    runtime_overhead=True)``), else in a fresh LiteRT process of its own
+    (:func:`viewer.runtime.overhead.measure_overhead`): the same definition either way."""
     from viewer.runtime.overhead import measure_overhead
     from viewer.whatif.footprint import SOURCE_GIVEN, SOURCE_UNKNOWN
     from viewer.whatif.verdict import overhead_term
@@ -234,9 +259,13 @@ def _overhead(args, model, fp, edits, given: int | None, timeout: float) -> tupl
         "not measured (the runtime did not load the model)"
     if fp.measured:
         resolver = "default" if args.delegates == "default" else "builtin"
+        shifted = (edits is not None and not edits.is_empty()) or getattr(args, "tile", None)
+        grown = getattr(fp.probe, "overhead_grown_bytes", None) if resolver == "builtin" else None
+        if grown is not None:
+            return overhead_term(fp, grown, resolver, at_file_shapes=bool(shifted),
+                                 where="in the probe's own fresh process"), ""
         m = measure_overhead(model.path, resolver, timeout)
         if m.grown_bytes is not None:
-            shifted = (edits is not None and not edits.is_empty()) or getattr(args, "tile", None)
             return overhead_term(fp, m.grown_bytes, resolver, at_file_shapes=bool(shifted)), ""
         why = f"not measured ({m.error})"
     return (Term("runtime overhead", 0, SOURCE_UNKNOWN, why + "; 0 B counted"),
@@ -323,52 +352,20 @@ def _b(n: int) -> str:
     return f"{n:,d} B" + (f" ({format_bytes(n)})" if abs(n) >= 1024 else "")
 
 
-_VERDICT_TEXT = {VERDICT_FITS: "fits", VERDICT_DOES_NOT_FIT: "DOES NOT FIT",
-                 VERDICT_CANNOT_TELL: "CANNOT TELL whether it fits"}
-
-
 def _invoke_qualifier(fp, rep) -> str:
-    """What a verdict on an arena measured after one synthetic Invoke rests on ("" otherwise):
-    sizes that follow the input values make it "cannot tell" (an unknown of the footprint);
-    sizes that follow the input shapes only qualify the "fits"."""
-    s = fp.invoke_sizing
-    if s is None or rep.verdict == VERDICT_DOES_NOT_FIT:
-        return ""
-    if s.value_dependent:
-        return (f" (fits at the sizes of one synthetic invoke; {s.tensors} tensor(s) are sized by "
-                f"input values: {', '.join(s.by_values[:3])})" if rep.used <= rep.limit else "")
-    return (f" at the sizes of one synthetic invoke ({s.tensors} tensor(s) sized during Invoke "
-            "from the input shapes only: the same at these shapes)")
+    return invoke_qualifier(fp, rep.verdict, rep.used, rep.limit)
 
 
 def _dynamic_batch(args, model) -> bool:
     """No --batch given and a graph input's batch is dynamic (-1 first in shape_signature)."""
-    edits = _edits_of(args)
-    if edits is not None and edits.batch is not None:
-        return False
-    sg = model.subgraph(args.subgraph)
-    return any(sg.tensors[t].shape_signature and sg.tensors[t].shape_signature[0] == -1
-               for t in sg.inputs if t >= 0)
-
-
-def _estimated_terms(rep) -> list:
-    """The counted terms computed by a stated rule rather than measured or planned."""
-    return [t for t in rep.terms if t.counted and t.source == SOURCE_ESTIMATED]
+    return dynamic_batch(model, args.subgraph, _edits_of(args))
 
 
 def _verdict_text(args, model, rep) -> str:
-    """The headline's verdict word with what it rests on: an assumed batch 1 of a dynamic
-    batch, an estimated term, an assumption of --tile-stages in-turn."""
-    text = _VERDICT_TEXT[rep.verdict]
-    if rep.verdict == VERDICT_FITS and _dynamic_batch(args, model):  # over at 1 is over anyway
-        text += " at batch 1 (dynamic batch)"
-    est = _estimated_terms(rep)
-    if est:
-        text += " (estimated: " + ", ".join(t.name for t in est) + ", by the rule the terms below state)"
+    """The headline's verdict word with what it rests on (:func:`~viewer.whatif.check_report.verdict_text`)."""
     tiled = getattr(args, "_tile", None)
-    if tiled is not None and tiled.get("stages") == "in-turn" and rep.verdict != VERDICT_DOES_NOT_FIT:
-        text += " (assuming the tiled stages share one arena in turn: --tile-stages in-turn)"
-    return text
+    return verdict_text(rep.verdict, rep.terms, dynamic=_dynamic_batch(args, model),
+                        tile_stages=tiled.get("stages") if tiled is not None else None)
 
 
 def _term_line(t, batch: int, first: bool) -> str:
@@ -377,7 +374,8 @@ def _term_line(t, batch: int, first: bool) -> str:
         name = "weights (copied, counted)" if t.counted else \
             "weights (mapped: page cache, reclaimable, not counted)"
     lead = "" if first else ("+ " if t.counted else "  ")
-    return f"{lead}{name}: {_b(t.bytes)}  [{t.source}: {t.method}]"
+    margin = f" ±{t.margin:,d} B" if getattr(t, "margin", 0) else ""
+    return f"{lead}{name}: {_b(t.bytes)}  [{t.source}{margin}: {t.method}]"
 
 
 def _print_lines(args, model, fp, rep, found) -> None:
@@ -456,51 +454,16 @@ def _whatif_json(args, rep) -> dict | None:
 
 
 def _print_json(args, model, fp, rep, found) -> None:
-    by_name = {t.name: t for t in rep.terms}
-    weights = by_name["weights"]
     report = {
         "model": str(model.path),
         "runtime": "litert",
         "subgraph": args.subgraph,
         "signatures": list(signature_keys(model, args.subgraph)),
         "planner": fp.planner,
-        "verdict": rep.verdict,
-        "fits": rep.verdict == VERDICT_FITS,
-        "verdict_text": _verdict_text(args, model, rep) + _invoke_qualifier(fp, rep),
-        "estimated": bool(_estimated_terms(rep)),
-        "dynamic_batch": _dynamic_batch(args, model),
-        "configuration": configuration(args, fp),
-        "sized_at_invoke": fp.invoke_sizing.as_dict() if fp.invoke_sizing is not None else None,
-        "unknowns": list(fp.unknowns),
-        "terms": [{"name": t.name, "bytes": int(t.bytes), "source": t.source, "method": t.method,
-                   "counted": t.counted} for t in rep.terms],
-        "limit_bytes": rep.limit,
-        "measured": fp.measured,
-        "counted_arena": f"{rep.terms[0].source}: {rep.terms[0].method}",
-        "arena_bytes": rep.terms[0].bytes,
-        "arena_source": rep.terms[0].source,
-        "temporaries_included": fp.temporaries_included,
-        "planned_tensor_arena_bytes": fp.planned_tensor_arena_bytes,
-        "measured_arena_bytes": fp.measured_arena_bytes,
-        "temporaries_count": fp.temporaries_count,
-        "temporaries_bytes": fp.temporaries_bytes,
-        "persistent_bytes": fp.persistent_bytes,
-        "other_subgraphs": [
-            {"index": s.index, "reached_by": s.reached_by, "arena_bytes": s.arena_bytes,
-             "source": s.source}
-            for s in fp.other_subgraphs
-        ],
-        "other_subgraphs_bytes": fp.other_subgraphs_bytes,
-        "weights_bytes": weights.bytes,
-        "weights_counted": weights.counted,
-        "runtime_bytes": by_name["runtime overhead"].bytes,
-        "used_bytes": rep.used,
-        "headroom_bytes": rep.limit - rep.used,
-        "batch": rep.batch,
-        "largest_batch": rep.largest_batch,
-        "largest_batch_note": rep.growth.reason,
-        "lower_bound_bytes": fp.analysis.lower_bound_bytes,
-        "widest_op": fp.analysis.widest_op,
+        **budget_json(fp, rep.terms, limit=rep.limit, used=rep.used, verdict=rep.verdict,
+                      text=_verdict_text(args, model, rep) + _invoke_qualifier(fp, rep),
+                      dynamic=_dynamic_batch(args, model), configuration=configuration(args, fp),
+                      batch=rep.batch, largest_batch=rep.largest_batch, growth=rep.growth),
         "notes": edit_notes(model, args.subgraph, _edits_of(args)) + list(fp.notes),
     }
     report["whatif_planner"] = _whatif_json(args, rep)

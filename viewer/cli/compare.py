@@ -15,11 +15,12 @@ from viewer.units import format_bytes
 def add_parser(sub) -> None:
     p = sub.add_parser(
         "compare",
-        help="compare models: naive sum, lower bound, best plan, runtime arena, weights",
+        help="compare models: naive sum, lower bound, best plan, runtime arena, persistent, weights",
         description="Plan each MODEL (and run it in LiteRT for its kernel temporaries) and print "
-        "one table: naive sum, lower bound, best plan, the arena that counts, weights and the "
-        "widest operator; then the models ranked by naive sum and by arena, with a line when the "
-        "two rankings disagree.",
+        "one table: naive sum, lower bound, best plan, the arena that counts, persistent tensors, "
+        "what is held (arena + other subgraphs + persistent), weights and the widest operator; "
+        "then the models ranked by naive sum, by arena and by what is held, with a line when the "
+        "naive sum ranks them otherwise than what is held.",
     )
     p.add_argument("models", nargs="+", metavar="MODEL", help="two or more .tflite files")
     p.add_argument("--subgraph", type=int, default=0, metavar="N", help="subgraph index (default 0)")
@@ -58,9 +59,10 @@ def run(args: argparse.Namespace) -> int:
                               timeout=args.timeout))
     rank = rankings(rows)
     if args.json:
-        doc = {"models": [asdict(r) for r in rows],
+        doc = {"models": [dict(asdict(r), held_bytes=r.held_bytes) for r in rows],
                "ranking": {"naive_sum": [rows[i].path for i in rank["naive_sum"]],
                            "arena": [rows[i].path for i in rank["arena"]],
+                           "held": [rows[i].path for i in rank["held"]],
                            "disagree": rank["disagree"]}}
         json.dump(doc, sys.stdout, indent=1)
         print()
@@ -72,13 +74,15 @@ def run(args: argparse.Namespace) -> int:
 def _print_table(rows, rank) -> None:
     names = [os.path.basename(r.path) for r in rows]
     w = max(len(n) for n in names)
-    head = ["naive sum", "lower bound", "best plan", "arena", "weights", "widest operator of the arena"]
+    head = ["naive sum", "lower bound", "best plan", "arena", "persistent", "held", "weights",
+            "widest operator of the arena"]
     print(f"{'model':<{w}}  " + "  ".join(f"{h:>12}" for h in head[:-1]) + f"  {head[-1]}")
     for n, r in zip(names, rows):
         star = "" if r.measured else "*"
         arena = format_bytes(r.arena_bytes) + star
         cells = [format_bytes(r.naive_bytes), format_bytes(r.lower_bound_bytes),
-                 format_bytes(r.best_plan_bytes), arena, format_bytes(r.weights_bytes)]
+                 format_bytes(r.best_plan_bytes), arena, format_bytes(r.persistent_bytes),
+                 format_bytes(r.held_bytes) + star, format_bytes(r.weights_bytes)]
         widest = "-"
         if r.widest_op >= 0:
             widest = f"#{r.widest_op} {r.widest_op_name} ({format_bytes(r.widest_op_bytes)}){star}"
@@ -88,14 +92,19 @@ def _print_table(rows, rank) -> None:
     print("naive sum, lower bound, best plan: the model's own tensors; arena and its widest "
           "operator: " + ("LiteRT's planner with the runtime's kernel temporaries (measured)"
                           if all(r.measured for r in rows) else "see *"))
+    print("persistent: tensors held outside the arena (prepare-time outputs such as a float16 "
+          "model's dequantized weights, variables); held: arena + other subgraphs' arenas + "
+          "persistent, the anonymous memory besides the weights (runtime overhead not counted: "
+          "`check` measures it)")
     if not all(r.measured for r in rows):
         print("* planned only: kernel temporaries not included (the runtime did not measure it)")
     order = lambda key: " < ".join(names[i] for i in rank[key])  # noqa: E731
     print(f"ranked by naive sum: {order('naive_sum')}")
     print(f"ranked by arena:     {order('arena')}")
+    print(f"ranked by held:      {order('held')}")
     if rank["disagree"]:
-        print("the naive sum ranks these models differently from the arena they need: "
-              "compare arenas, not naive sums")
+        print("the naive sum ranks these models differently from the memory they hold: "
+              "compare what is held, not naive sums")
     for n, r in zip(names, rows):
         for note in r.notes:
             if "not measured" in note or "cannot" in note:

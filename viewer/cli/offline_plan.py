@@ -30,7 +30,7 @@ def add_parser(sub) -> None:
     p.add_argument("model", metavar="MODEL", help="a .tflite model file")
     p.add_argument("-o", "--output", required=True, metavar="OUT", help="the copy to write (never MODEL)")
     p.add_argument("--planner", default="optimal", metavar="NAME", help="planner whose offsets are written (default optimal)")
-    p.add_argument("--time-limit", type=float, default=10.0, metavar="S", help="seconds for the exact planner (default 10)")
+    p.add_argument("--time-limit", type=positive_seconds, default=10.0, metavar="S", help="seconds for the exact planner (default 10)")
     p.add_argument("--no-measure", dest="measure", action="store_false",
                    help="do not run TFLM for the scratch buffers (then no room is left for them)")
     p.add_argument("--verify", action="store_true",

@@ -8,7 +8,7 @@ import sys
 
 from viewer.cli._tflm import add_runtime_arg, is_tflm, run_plan as run_tflm_plan
 from viewer.cli._deployment import add_deployment_args, run_plan as run_deployment_plan, wanted as deployment_wanted
-from viewer.cli._common import (add_edit_args, add_model_args, add_runtime_args, edits_from_args,
+from viewer.cli._common import (positive_seconds, add_edit_args, add_model_args, add_runtime_args, edits_from_args,
                                 known_planners_help, planner_choice)
 from viewer.analysis.types import KIND_TEMPORARY
 from viewer.errors import UsageError, ViewerError
@@ -30,7 +30,7 @@ def add_parser(sub) -> None:
     p.add_argument("--planner", default="all", metavar="NAME",
                    help=f"one planner or 'all' (default; the exact 'optimal' only when named). Known: {known_planners_help()}")
     p.add_argument("--json", action="store_true", help="print one JSON object instead of a table")
-    p.add_argument("--time-limit", type=float, default=None, metavar="S",
+    p.add_argument("--time-limit", type=positive_seconds, default=None, metavar="S",
                    help="time limit in seconds for the exact planner")
     p.add_argument("--export-csv", metavar="FILE",
                    help="also write the problem as minimalloc CSV (id,lower,upper,size[,offset]); "

@@ -13,7 +13,7 @@ import json
 import math
 import sys
 
-from viewer.cli._common import known_planners_help, planner_choice
+from viewer.cli._common import positive_seconds, known_planners_help, planner_choice
 from viewer.errors import UsageError
 from viewer.planning.csv_io import read_problem_csv
 from viewer.planning.registry import get_planner
@@ -46,7 +46,7 @@ def add_parser(sub) -> None:
         "--capacity asks: the exact planner stops at its first plan within SIZE or when it proves "
         "none exists. Exit 0 fits, 1 proven not to fit, 3 not decided within --time-limit",
     )
-    p.add_argument("--time-limit", type=float, default=None, metavar="S",
+    p.add_argument("--time-limit", type=positive_seconds, default=None, metavar="S",
                    help="time limit in seconds for the exact planner")
     p.add_argument("--json", action="store_true", help="print one JSON object instead of a table")
     p.add_argument("--alignment", type=int, default=1, metavar="N",

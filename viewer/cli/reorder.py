@@ -14,6 +14,7 @@ from viewer.export.model_copy import write_reordered
 from viewer.export.paths import check_output_path
 from viewer.units import format_bytes
 from viewer.whatif.reorder import apply_order, reorder
+from viewer.cli._common import positive_seconds
 
 #: Moved operators listed one per line before "... N more".
 MAX_LISTED = 25
@@ -35,7 +36,7 @@ def add_parser(sub) -> None:
     p.add_argument("--force", action="store_true",
                    help="replace OUT when it exists (without it, an existing file is refused)")
     p.add_argument("--subgraph", type=int, default=0, metavar="N", help="subgraph index (default 0)")
-    p.add_argument("--time-limit", type=float, default=10.0, metavar="S",
+    p.add_argument("--time-limit", type=positive_seconds, default=10.0, metavar="S",
                    help="seconds for the search, > 0 (default 10); loading MODEL, analysing its "
                         "order, checking the order found and writing OUT come on top (each "
                         "printed). The best order found by then is used")

@@ -16,7 +16,7 @@ import json
 import re
 import sys
 
-from viewer.cli._common import add_model_args, resolve_signature
+from viewer.cli._common import positive_seconds, add_model_args, resolve_signature
 from viewer.errors import RuntimeProbeError, UsageError
 from viewer.model.reader import load_model
 from viewer.units import SIZE_SYNTAX, format_bytes, parse_size
@@ -66,7 +66,7 @@ def add_parser(sub) -> None:
                    help="address space the LiteRT process may map (RLIMIT_AS; default 8GiB): a "
                         "step that needs more fails to allocate and ends the session there, "
                         "instead of driving the machine into swap")
-    p.add_argument("--timeout", type=float, default=300.0, metavar="S",
+    p.add_argument("--timeout", type=positive_seconds, default=300.0, metavar="S",
                    help="seconds for the whole session before the LiteRT process is killed")
     p.add_argument("--json", action="store_true", help="print one JSON object instead of lines")
     p.set_defaults(run=run)

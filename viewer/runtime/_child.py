@@ -45,9 +45,16 @@ _EARLY_DELEGATE = True
 
 from viewer.runtime._child_proc import _delta, _faults, _mapping_rss, _smaps_rollup, _status  # noqa: F401
 from viewer.runtime._child_structs import (  # noqa: E402,F401  (the C-struct reads)
-    ALLOCATION_TYPES, TYPES, _LayoutError, _keep_node_functions, _ptr, _read_nodes, _read_tensors,
-    _read_via_delegate,
+    ALLOCATION_TYPES, TYPES, _LayoutError, _keep_node_functions, _pending_arena, _ptr, _read_nodes,
+    _read_tensors, _read_via_delegate, _tensor_head, _tensor_totals,
 )
+
+from viewer.runtime._child_io import (  # noqa: E402,F401  (inputs, signatures)
+    _file_io, _resize_inputs, _resize_signature_inputs, _signature_of, _unallocated,
+)
+
+#: Interpreters this process has built (the overhead meter needs a process that built none).
+_BUILT = 0
 
 
 def _file_mappings(path: str) -> list[list[int]]:
@@ -84,6 +91,8 @@ def _model_tensor_count(path: str, subgraph: int) -> int | None:
 def _make_interpreter(path: str, resolver: str, num_threads: int | None = None):
     from ai_edge_litert.interpreter import Interpreter, OpResolverType
 
+    global _BUILT
+    _BUILT += 1
     kind = {
         "builtin": OpResolverType.BUILTIN_WITHOUT_DEFAULT_DELEGATES,
         "default": OpResolverType.AUTO,  # the default resolver: XNNPACK applied by default
@@ -91,24 +100,6 @@ def _make_interpreter(path: str, resolver: str, num_threads: int | None = None):
     return Interpreter(model_path=path, experimental_op_resolver_type=kind, num_threads=num_threads)
 
 
-def _resize_inputs(interp, input_shapes: dict) -> list[dict]:
-    details = interp.get_input_details()
-    by_name = {d["name"]: d for d in details}
-    done = []
-    for key, shape in input_shapes.items():
-        if isinstance(key, str) and key.lstrip("-").isdigit() and key not in by_name:
-            key = int(key)
-        if isinstance(key, int):
-            if not 0 <= key < len(details):
-                raise ValueError(f"no input {key}; the model has {len(details)} inputs")
-            d = details[key]
-        elif key in by_name:
-            d = by_name[key]
-        else:
-            raise ValueError(f"no input named {key!r}; inputs: {', '.join(by_name)}")
-        interp.resize_tensor_input(d["index"], [int(s) for s in shape])
-        done.append({"input": d["index"], "shape": [int(s) for s in shape]})
-    return done
 
 
 def _hook(stage: str) -> None:
@@ -138,92 +129,12 @@ def _hook(stage: str) -> None:
         os._exit(0)
 
 
-def _signature_of(interp, subgraph: int) -> tuple[str, dict] | None:
-    """(key, signature def) of the signature whose runner reaches ``subgraph``, or None."""
-    wrapper = interp._interpreter
-    try:
-        sigs = interp._get_full_signature_list()
-    except Exception:
-        return None
-    for key, sig in sigs.items():
-        try:
-            if int(wrapper.GetSubgraphIndexFromSignature(key)) == subgraph:
-                return key, sig
-        except Exception:
-            continue
-    return None
 
 
-def _file_io(path: str, subgraph: int) -> tuple[list[int], list[int]] | None:
-    """The subgraph's input and output tensor ids as the model file lists them."""
-    import mmap
-
-    from ai_edge_litert import schema_py_generated as S
-
-    try:
-        with open(path, "rb") as f, mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ) as mm:
-            model = S.Model.GetRootAs(mm, 0)
-            if subgraph >= model.SubgraphsLength():
-                return None
-            sg = model.Subgraphs(subgraph)
-            return ([int(sg.Inputs(k)) for k in range(sg.InputsLength())],
-                    [int(sg.Outputs(k)) for k in range(sg.OutputsLength())])
-    except Exception:
-        return None
 
 
-def _resize_signature_inputs(interp, subgraph: int, sig: dict, file_inputs: list[int],
-                             input_shapes: dict) -> list[dict]:
-    """``resize_tensor_input`` for a subgraph reached through its signature runner.
-
-    Keys: position among the subgraph's inputs (as in the file), the tensor's name, or the
-    signature's input name.
-    """
-    wrapper = interp._interpreter
-    by_name = {wrapper.TensorName(t, subgraph): t for t in file_inputs}
-    by_name.update({k: int(v) for k, v in sig.get("inputs", {}).items()})
-    done = []
-    for key, shape in input_shapes.items():
-        if isinstance(key, str) and key.lstrip("-").isdigit() and key not in by_name:
-            key = int(key)
-        if isinstance(key, int):
-            if not 0 <= key < len(file_inputs):
-                raise ValueError(f"no input {key}; subgraph {subgraph} has {len(file_inputs)} inputs")
-            t = file_inputs[key]
-        elif key in by_name:
-            t = by_name[key]
-        else:
-            raise ValueError(f"no input named {key!r}; inputs: {', '.join(by_name)}")
-        import numpy as np
-
-        wrapper.ResizeInputTensor(t, np.array([int(s) for s in shape], dtype=np.int32), False, subgraph)
-        done.append({"input": t, "shape": [int(s) for s in shape]})
-    return done
 
 
-def _unallocated(interp, subgraph: int, n_tensors: int) -> list[int]:
-    """Model tensors with bytes but no data after ``allocate_tensors()`` (deferred to Invoke).
-
-    Read through the wrapper (``tensor()`` raises "Tensor data is null"); 0-d tensors and
-    strings cannot be viewed and are skipped.
-    """
-    import numpy as np
-
-    wrapper = interp._interpreter
-    out = []
-    for i in range(n_tensors):
-        try:
-            ty = wrapper.TensorType(i, subgraph)
-            shape = wrapper.TensorSize(i, subgraph)
-        except (ValueError, RuntimeError):
-            continue
-        if ty in (np.bytes_, np.object_, np.str_) or len(shape) == 0 or int(np.prod(shape)) == 0:
-            continue
-        try:
-            wrapper.tensor(interp, i, subgraph)
-        except ValueError:
-            out.append(i)
-    return out
 
 
 def _invoke(interp, subgraph: int, sig) -> None:
@@ -241,7 +152,8 @@ def _invoke(interp, subgraph: int, sig) -> None:
     wrapper.Invoke(subgraph)
 
 
-def probe(path: str, subgraph: int, input_shapes: dict, invoke: bool | str = "auto") -> dict:
+def probe(path: str, subgraph: int, input_shapes: dict, invoke: bool | str = "auto",
+          overhead: bool = False) -> dict:
     """Allocate (and, when ``invoke`` says so, run once) and read subgraph ``subgraph``.
 
     ``invoke``: True always, False never, ``"auto"`` when ``allocate_tensors()`` left model
@@ -254,7 +166,21 @@ def probe(path: str, subgraph: int, input_shapes: dict, invoke: bool | str = "au
 
     A subgraph that a signature reaches (other than 0) is resized and allocated through that
     signature's runner (``AllocateTensors(subgraph)``), as an application calling it would.
+
+    ``overhead``: also measure the runtime overhead in this process
+    (:class:`viewer.runtime._child_overhead.Meter`; subgraph 0 at the file's shapes, ``invoke``
+    "auto", a process that built no interpreter before): the synthetic inputs are set and one
+    Invoke runs before anything is read back, and the answer's ``overhead`` holds the figures.
+    The tensors are then read after that Invoke (the same addresses where nothing was deferred:
+    LiteRT places a static graph once, in allocate_tensors()).
     """
+    meter = None
+    if overhead:
+        from viewer.runtime._child_overhead import Meter
+
+        meter = Meter(path, _BUILT)
+        if subgraph != 0 or input_shapes or invoke != "auto":
+            meter.fail("measured only for subgraph 0 at the file's shapes")
     interp = _make_interpreter(path, "builtin")
     _hook("loaded")
     # No local reference to the wrapper until inputs are resized: the Python API refuses to
@@ -282,20 +208,30 @@ def probe(path: str, subgraph: int, input_shapes: dict, invoke: bool | str = "au
         # after running it (while.cc); read as prepared.
         invoke = False
     first_read = None  # the struct read after allocate_tensors(), reused when nothing ran
+    unsized: dict = {}  # metered: dynamic tensors without memory before the meter's Invoke
     if invoke == "auto":
         n_check = n_model if n_model is not None else int(wrapper.NumTensors(subgraph))
-        if subgraph == 0:  # the struct read also sees 0-d tensors, which tensor() cannot view
+        if meter is not None and not meter.error:  # nothing read back before *after*
+            ctx0 = _ptr(wrapper.interpreter())
+            pending = _pending_arena(ctx0, n_check)
+            # kTfLiteDynamic tensors without memory yet: read as after allocate_tensors() below
+            unsized = {i: _tensor_head(ctx0, i)
+                       for i in _pending_arena(ctx0, 1 << 26, allocation=4, need_bytes=False)}
+        elif subgraph == 0:  # the struct read also sees 0-d tensors, which tensor() cannot view
             first_read = _read_tensors(_ptr(wrapper.interpreter()))
             pending = [t["id"] for t in first_read[:n_check]
                        if t["allocation"] == "arena-rw" and t["bytes"] > 0 and not t["address"]]
         else:
             pending = _unallocated(interp, subgraph, n_check)
+        extra["deferred_count"] = len(pending)
         if pending:
             extra["invoke_reason"] = (
                 f"{len(pending)} tensor(s) had no memory after allocate_tensors() "
                 f"(e.g. {pending[:5]}): LiteRT sizes and places them during Invoke")
         invoke = bool(pending)
-        if invoke:
+        if meter is not None and not meter.error:
+            _metered_invoke(interp, meter, invoke, extra)
+        elif invoke:
             try:
                 _invoke(interp, subgraph, sig)
             except Exception as e:  # the arena read below is then partial, and says so
@@ -315,6 +251,8 @@ def probe(path: str, subgraph: int, input_shapes: dict, invoke: bool | str = "au
         "outputs": [int(i) for i in wrapper.OutputIndices()] if subgraph == 0 else (io[1] if io else None),
         "notes": [], **extra,
     }
+    if meter is not None:
+        result["overhead"] = meter.answer()
     # Snapshot the primary subgraph's tensors before the read-only delegate touches anything.
     ctx = _ptr(wrapper.interpreter())
     if subgraph != 0:
@@ -323,18 +261,13 @@ def probe(path: str, subgraph: int, input_shapes: dict, invoke: bool | str = "au
         before = first_read
     else:
         before = _read_tensors(ctx)
+        for i, (nbytes, shape) in unsized.items():  # the Invoke was the meter's alone
+            if i < len(before) and not invoke:
+                before[i].update(address=None, bytes=nbytes, shape=shape)
     if before is not None:
         if len(before) != n_runtime:
             raise _LayoutError(f"TfLiteContext.tensors_size {len(before)} != NumTensors {n_runtime}")
-        for t in before[: min(len(before), 64)]:
-            if t["allocation"] not in ("arena-rw", "mmap-ro") or not t["address"] or not t["shape"]:
-                continue
-            try:
-                py = interp.tensor(t["id"])().ctypes.data
-            except ValueError:  # e.g. "Invalid tensor size": the wrapper cannot view it
-                continue
-            if py != t["address"] or (t["name"] and t["name"] != wrapper.TensorName(t["id"], 0)):
-                raise _LayoutError(f"tensor {t['id']}: struct read {t['address']:#x}, wrapper {py:#x}")
+        _check_layout(interp, before[:64])
     if kept is not None and "functions" in kept and before is not None:
         try:
             plan_nodes = _read_nodes(ctx, kept["functions"])
@@ -363,6 +296,63 @@ def probe(path: str, subgraph: int, input_shapes: dict, invoke: bool | str = "au
     result["tensors"] = before if before is not None else got["tensors"]
     result["nodes"], result["execution_plan"] = got["nodes"], got["plan"]
     return result
+
+
+def _check_layout(interp, head: list[dict]) -> None:
+    """The struct read of the first tensors against the Python wrapper (data pointers, names):
+    :class:`_LayoutError` on any mismatch (an unsupported LiteRT build)."""
+    wrapper = interp._interpreter
+    for t in head:
+        if t["allocation"] not in ("arena-rw", "mmap-ro") or not t["address"] or not t["shape"]:
+            continue
+        try:
+            py = interp.tensor(t["id"])().ctypes.data
+        except ValueError:  # e.g. "Invalid tensor size": the wrapper cannot view it
+            continue
+        if py != t["address"] or (t["name"] and t["name"] != wrapper.TensorName(t["id"], 0)):
+            raise _LayoutError(f"tensor {t['id']}: struct read {t['address']:#x}, wrapper {py:#x}")
+
+
+def probe_totals(path: str, input_shapes: dict) -> dict:
+    """Subgraph 0 allocated at ``input_shapes`` (no Invoke), answered as totals only
+    (:func:`viewer.runtime._child_structs._tensor_totals`): no tensor or node records, no
+    read-only delegate. The parent asks for the full probe when ``unplaced`` is not 0."""
+    interp = _make_interpreter(path, "builtin")
+    _hook("loaded")
+    resized = _resize_inputs(interp, input_shapes) if input_shapes else []
+    interp.allocate_tensors()
+    _hook("allocated")
+    wrapper = interp._interpreter
+    ctx = _ptr(wrapper.interpreter())
+    n_runtime = int(wrapper.NumTensors(0))
+    totals = _tensor_totals(ctx)
+    if totals["tensors"] != n_runtime:
+        raise _LayoutError(f"TfLiteContext.tensors_size {totals['tensors']} != NumTensors {n_runtime}")
+    _check_layout(interp, _read_tensors(ctx, limit=64))
+    return {"ok": True, "subgraph": 0, "resized_inputs": resized,
+            "num_model_tensors": _model_tensor_count(path, 0), "totals": totals, "notes": []}
+
+
+def _metered_invoke(interp, meter, deferred: bool, extra: dict) -> None:
+    """The overhead measurement's one Invoke on the file-shaped synthetic inputs, then *after*.
+
+    ``deferred``: tensors were left for Invoke, so this is also the probe's own invocation
+    (its failure is the probe's, as in :func:`probe`); otherwise a failure only leaves the
+    overhead unmeasured."""
+    from viewer.runtime._child_overhead import set_inputs
+
+    try:
+        set_inputs(interp, meter.arrays)
+        interp._interpreter.Invoke()
+    except Exception as e:
+        why = " ".join(f"{type(e).__name__}: {e}".split())[:300]
+        meter.fail(f"one Invoke on synthetic inputs failed ({why})")
+        if deferred:
+            if "failed to prepare" in str(e):
+                raise
+            extra["invoke_error"] = why
+        return
+    meter.stop()
 
 
 def _synthetic(d: dict, rng=None):
@@ -437,6 +427,12 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--invoke", choices=["auto", "always", "never"], default="auto",
                    help="probe: read after one invocation (auto: when tensors were deferred)")
     p.add_argument("--resolver", choices=["builtin", "default"], default="builtin")
+    p.add_argument("--packed", action="store_true",
+                   help="probe: tensors and nodes as packed columns (viewer.runtime._probe_packed)")
+    p.add_argument("--totals", action="store_true",
+                   help="probe: answer the footprint's totals only (subgraph 0, no Invoke)")
+    p.add_argument("--overhead", action="store_true",
+                   help="probe: also measure the runtime overhead in this process (Meter)")
     return p
 
 
@@ -445,9 +441,17 @@ def _answer(args: argparse.Namespace) -> dict:
     try:
         if args.mode == "baseline":
             return baseline()
+        if args.mode == "probe" and args.totals:
+            return probe_totals(args.model, json.loads(args.input_shapes))
         if args.mode == "probe":
             invoke = {"auto": "auto", "always": True, "never": False}[args.invoke]
-            return probe(args.model, args.subgraph, json.loads(args.input_shapes), invoke)
+            out = probe(args.model, args.subgraph, json.loads(args.input_shapes), invoke,
+                        overhead=args.overhead)
+            if args.packed and "tensors" in out:
+                from viewer.runtime import _probe_packed
+
+                out[_probe_packed.KEY] = _probe_packed.pack(out.pop("tensors"), out.pop("nodes"))
+            return out
         if args.mode == "overhead":
             from viewer.runtime._child_overhead import overhead
 

@@ -74,23 +74,33 @@ def _cstr(addr: int | None) -> str | None:
     return ctypes.c_char_p(addr).value.decode("utf-8", "replace") if addr else None
 
 
+_INT_ARRAYS: dict[int, type] = {}  # c_int * n, made once per length
+
+
 def _int_array(addr: int | None) -> list[int]:
     if not addr:
         return []
     n = ctypes.c_int.from_address(addr).value
     if n < 0 or n > 1 << 24:
         raise RuntimeError(f"implausible TfLiteIntArray size {n}")
-    return list((ctypes.c_int * n).from_address(addr + 4))
-
-
-def _read_tensors(ctx: int) -> list[dict]:
-    """Every ``TfLiteTensor`` of the context ``ctx``: the struct array copied in one read, its
-    fields taken as numpy columns (100k tensors: ~3 ctypes calls each instead of ~10)."""
-    n = ctypes.c_size_t.from_address(ctx + _C_TENSORS_SIZE).value
     if n == 0:
         return []
+    kind = _INT_ARRAYS.get(n)
+    if kind is None:
+        kind = _INT_ARRAYS[n] = ctypes.c_int * n
+    return kind.from_address(addr + 4)[:]
+
+
+def _read_tensors(ctx: int, limit: int | None = None) -> list[dict]:
+    """Every ``TfLiteTensor`` of the context ``ctx`` (the first ``limit`` when given): the
+    struct array copied in one read, its fields taken as numpy columns (100k tensors: ~3
+    ctypes calls each instead of ~10)."""
+    n = ctypes.c_size_t.from_address(ctx + _C_TENSORS_SIZE).value
     if n > 1 << 26:
         raise RuntimeError(f"implausible TfLiteContext.tensors_size {n}")
+    n = n if limit is None else min(n, int(limit))
+    if n == 0:
+        return []
     raw = np.frombuffer(ctypes.string_at(_ptr(ctx + _C_TENSORS), n * _TENSOR_SIZE),
                         dtype=np.uint8).reshape(n, _TENSOR_SIZE)
 
@@ -118,6 +128,70 @@ def _read_tensors(ctx: int) -> list[dict]:
     return out
 
 
+def _pending_arena(ctx: int, n_check: int, allocation: int = 2, need_bytes: bool = True) -> list[int]:
+    """Ids (< ``n_check``) of tensors of ``allocation`` type (kTfLiteArenaRw by default) with
+    bytes (any, with ``need_bytes`` False) but no data pointer yet, read through a zero-copy
+    view of ``TfLiteContext.tensors``: no per-tensor record is made, so the probe's overhead
+    measurement (:class:`viewer.runtime._child_overhead.Meter`) sees no harness memory from it
+    (the few temporary columns are freed before the next reading)."""
+    n = min(ctypes.c_size_t.from_address(ctx + _C_TENSORS_SIZE).value, max(int(n_check), 0))
+    if n == 0:
+        return []
+    raw = np.frombuffer((ctypes.c_char * (n * _TENSOR_SIZE)).from_address(_ptr(ctx + _C_TENSORS)),
+                        dtype=np.uint8).reshape(n, _TENSOR_SIZE)
+    out: list[int] = []
+    for lo in range(0, n, 2048):  # small columns, reused by the allocator chunk after chunk
+        rows = raw[lo:lo + 2048]
+        alloc = rows[:, _T_ALLOC:_T_ALLOC + 4].copy().view(np.intc)[:, 0]
+        data = rows[:, _T_DATA:_T_DATA + 8].copy().view(np.uint64)[:, 0]
+        nbytes = rows[:, _T_BYTES:_T_BYTES + 8].copy().view(np.uint64)[:, 0]
+        sized = (nbytes > 0) if need_bytes else True
+        out.extend((lo + np.flatnonzero((alloc == allocation) & sized & (data == 0))).tolist())
+    return out
+
+
+def _tensor_head(ctx: int, i: int) -> tuple[int, list[int] | None]:
+    """(bytes, shape) of tensor ``i`` of ``ctx`` (shape None without dims)."""
+    base = _ptr(ctx + _C_TENSORS) + i * _TENSOR_SIZE
+    dims = _ptr(base + _T_DIMS)
+    return int(ctypes.c_size_t.from_address(base + _T_BYTES).value), (_int_array(dims) if dims else None)
+
+
+def _tensor_totals(ctx: int) -> dict:
+    """The footprint's terms over every tensor of ``ctx``, without a record per tensor (the
+    batch-2 probe of ``check``: :func:`viewer.runtime.probe.probe_totals`). Bytes; the same
+    rules as :func:`viewer.runtime._probe_json.probe_from_json` (a tensor with no data pointer
+    or no bytes has no memory):
+
+    - ``arena_bytes``: max(address + bytes) - min(address) over kTfLiteArenaRw tensors;
+    - ``persistent_bytes``: kTfLitePersistentRo and kTfLiteArenaRwPersistent tensors;
+    - ``dynamic_bytes``: kTfLiteDynamic tensors;
+    - ``unplaced``: kTfLiteArenaRw tensors with bytes but no memory yet (deferred to Invoke).
+    """
+    n = ctypes.c_size_t.from_address(ctx + _C_TENSORS_SIZE).value
+    if n > 1 << 26:
+        raise RuntimeError(f"implausible TfLiteContext.tensors_size {n}")
+    if n == 0:
+        return {"tensors": 0, "arena_bytes": 0, "persistent_bytes": 0, "dynamic_bytes": 0,
+                "unplaced": 0}
+    raw = np.frombuffer((ctypes.c_char * (n * _TENSOR_SIZE)).from_address(_ptr(ctx + _C_TENSORS)),
+                        dtype=np.uint8).reshape(n, _TENSOR_SIZE)
+    alloc = raw[:, _T_ALLOC:_T_ALLOC + 4].copy().view(np.intc)[:, 0]
+    data = raw[:, _T_DATA:_T_DATA + 8].copy().view(np.uint64)[:, 0]
+    nbytes = raw[:, _T_BYTES:_T_BYTES + 8].copy().view(np.uint64)[:, 0]
+    has = (data != 0) & (nbytes > 0)
+    arena = has & (alloc == 2)
+    span = 0
+    if arena.any():
+        span = int((data[arena] + nbytes[arena]).max()) - int(data[arena].min())
+    return {
+        "tensors": int(n), "arena_bytes": span,
+        "persistent_bytes": int(nbytes[has & ((alloc == 3) | (alloc == 5))].sum(dtype=np.uint64)),
+        "dynamic_bytes": int(nbytes[has & (alloc == 4)].sum(dtype=np.uint64)),
+        "unplaced": int(((alloc == 2) & (nbytes > 0) & (data == 0)).sum()),
+    }
+
+
 def _read_nodes(ctx: int, functions: tuple[int, int] | None = None) -> tuple[list[int], list[dict]]:
     """Execution plan and nodes of ``ctx``, through its ``GetExecutionPlan`` and
     ``GetNodeAndRegistration`` (those of the delegate context, or ``functions`` kept from it)."""
@@ -129,18 +203,24 @@ def _read_nodes(ctx: int, functions: tuple[int, int] | None = None) -> tuple[lis
         raise RuntimeError("GetExecutionPlan failed in the delegate context")
     plan = _int_array(plan_p.value)
     nodes = []
+    regs: dict[int, tuple] = {}  # one registration per kernel: read once
+    node, reg = _VP(), _VP()
+    node_ref, reg_ref = ctypes.byref(node), ctypes.byref(reg)
     for k in plan:
-        node, reg = _VP(), _VP()
-        if get_node(ctx, k, ctypes.byref(node), ctypes.byref(reg)) != 0 or not node.value:
+        if get_node(ctx, k, node_ref, reg_ref) != 0 or not node.value:
             raise RuntimeError(f"GetNodeAndRegistration({k}) failed")
+        r = reg.value
+        info = regs.get(r)
+        if info is None:
+            info = regs[r] = (ctypes.c_int.from_address(r + _R_BUILTIN_CODE).value,
+                              _cstr(_ptr(r + _R_CUSTOM_NAME)),
+                              int(ctypes.c_uint64.from_address(r + _R_INPLACE).value))
+        n = node.value
         nodes.append({
-            "index": k,
-            "builtin_code": ctypes.c_int.from_address(reg.value + _R_BUILTIN_CODE).value,
-            "custom_name": _cstr(_ptr(reg.value + _R_CUSTOM_NAME)),
-            "inplace_operator": int(ctypes.c_uint64.from_address(reg.value + _R_INPLACE).value),
-            "inputs": _int_array(_ptr(node.value + _N_INPUTS)),
-            "outputs": _int_array(_ptr(node.value + _N_OUTPUTS)),
-            "temporaries": _int_array(_ptr(node.value + _N_TEMPORARIES)),
+            "index": k, "builtin_code": info[0], "custom_name": info[1], "inplace_operator": info[2],
+            "inputs": _int_array(_ptr(n + _N_INPUTS)),
+            "outputs": _int_array(_ptr(n + _N_OUTPUTS)),
+            "temporaries": _int_array(_ptr(n + _N_TEMPORARIES)),
         })
     return plan, nodes
 

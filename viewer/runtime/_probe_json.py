@@ -10,6 +10,7 @@ from __future__ import annotations
 import functools
 from typing import Any, Mapping
 
+from viewer.runtime import _probe_packed as _packed
 from viewer.runtime.probe_types import (
     REGION_ARENA, REGION_DYNAMIC, REGION_MODEL_FILE, REGION_NONE, REGION_OTHER,
     REGION_PERSISTENT, REGION_PERSISTENT_ARENA, REGION_READ_ONLY, RuntimeNode, RuntimeProbe,
@@ -22,14 +23,16 @@ def probe_from_json(path: str, raw: Mapping[str, Any], subgraph: int = 0) -> Run
     subgraph = int(raw.get("subgraph", subgraph) or 0)
     if not raw.get("ok"):
         return RuntimeProbe(path, subgraph, ok=False, error=str(raw.get("error", f"{path}: failed")))
-    tensors = raw["tensors"]
+    packed = raw.get(_packed.KEY)
+    tensors = raw["tensors"] if packed is None else None
+    raw_nodes = raw.get("nodes", ()) if packed is None else _packed.unpack_nodes(packed)
     n_model = raw.get("num_model_tensors")
     notes = list(raw.get("notes", ()))
     plan = [int(k) for k in raw.get("execution_plan", ())]
     position = {node: pos for pos, node in enumerate(plan)}
     owner: dict[int, int] = {}
     node_temps: dict[int, tuple[int, ...]] = {}
-    for node in raw.get("nodes", ()):
+    for node in raw_nodes:
         temps = tuple(int(t) for t in node["temporaries"] if t >= 0)
         op = position.get(int(node["index"]), int(node["index"]))
         if temps:
@@ -38,6 +41,95 @@ def probe_from_json(path: str, raw: Mapping[str, Any], subgraph: int = 0) -> Run
             owner.setdefault(t, op)
 
     maps = [(int(lo), int(hi)) for lo, hi in raw.get("model_file_mappings", ())]
+    if packed is not None:
+        out, base, arena_bytes, variables = _packed_tensors(packed, maps, owner, notes)
+    else:
+        out, base, arena_bytes = _listed_tensors(tensors, maps, owner, notes)
+        variables = [t["id"] for t in tensors if t.get("is_variable")]
+    nodes = tuple(
+        RuntimeNode(
+            int(n["index"]), _op_name(n), tuple(n["inputs"]), tuple(n["outputs"]),
+            tuple(n["temporaries"]), int(n.get("inplace_operator", 0)),
+        )
+        for n in raw_nodes
+    )
+    aliases: dict[int, int] = {}
+    if nodes and raw.get("inputs") is not None:
+        aliases, alias_notes = _inplace_aliases(out, nodes, raw["inputs"], raw["outputs"], variables)
+        notes.extend(alias_notes)
+    if n_model is not None:
+        stray = [t.id for t in out[n_model:] if t.op is None and t.nbytes > 0]
+        if stray:
+            notes.append(f"runtime-added tensors with bytes but in no node's temporaries: {stray}")
+    return RuntimeProbe(
+        path, subgraph, True, "", tuple(out), n_model, arena_bytes, base, node_temps,
+        tuple(plan),
+        tuple((int(r["input"]), tuple(int(s) for s in r["shape"])) for r in raw.get("resized_inputs", ())),
+        tuple(notes), nodes, aliases, bool(raw.get("invoked")),
+        tuple(int(t) for t in raw.get("inputs") or ()),
+        tuple(int(t) for t in raw.get("outputs") or ()),
+        raw.get("signature") or None, str(raw.get("invoke_reason") or ""),
+        str(raw.get("invoke_error") or ""),
+        int(raw.get("deferred_count") or 0),
+        *_overhead(raw.get("overhead")),
+    )
+
+
+def _overhead(got) -> tuple[int | None, str]:
+    """(grown bytes, error) of the child's ``overhead`` answer; (None, "") when not asked."""
+    if not isinstance(got, Mapping):
+        return None, ""
+    grown = got.get("grown_bytes")
+    return (int(grown) if grown is not None else None), str(got.get("error") or "")
+
+
+#: TfLiteAllocationType name -> region, for tensors with memory (mmap-ro: see the callers).
+_REGIONS = {"arena-rw": REGION_ARENA, "arena-rw-persistent": REGION_PERSISTENT_ARENA,
+            "persistent-ro": REGION_PERSISTENT, "dynamic": REGION_DYNAMIC}
+
+
+def _packed_tensors(packed, maps, owner, notes):
+    """:func:`_listed_tensors` over the packed columns (:mod:`viewer.runtime._probe_packed`),
+    the region and offset rules the same, vectorised."""
+    import numpy as np
+
+    c = _packed.unpack_tensors(packed)
+    addr, nbytes = c["address"], c["bytes"]
+    alloc = np.array(c["allocation"], dtype=object)
+    has = (addr != 0) & (nbytes != 0)
+    in_arena = has & (alloc == "arena-rw")
+    base = int(addr[in_arena].min()) if in_arena.any() else None
+    span = int((addr[in_arena] + nbytes[in_arena]).max()) if base is not None else None
+    arena_bytes = (span - base) if base is not None else 0
+    mmap_ro = has & (alloc == "mmap-ro")
+    inside = np.zeros(len(addr), dtype=bool)
+    for lo, hi in maps:
+        inside |= (addr >= lo) & (addr + nbytes <= hi)
+    addr_l, bytes_l, has_l = addr.tolist(), nbytes.tolist(), has.tolist()
+    mm_l, in_l, arena_l = mmap_ro.tolist(), inside.tolist(), in_arena.tolist()
+    file_region = REGION_MODEL_FILE if not maps else None
+    out = []
+    for i, (name, shape, dt, al) in enumerate(zip(c["names"], c["shape"], c["dtype"], c["allocation"])):
+        offset = None
+        if not has_l[i]:
+            region = REGION_NONE
+        elif arena_l[i]:
+            region, offset = REGION_ARENA, addr_l[i] - base
+        elif mm_l[i]:
+            region = file_region or (REGION_MODEL_FILE if in_l[i] else REGION_READ_ONLY)
+        else:
+            region = _REGIONS.get(al, REGION_OTHER)
+        out.append(RuntimeTensor(i, name, shape, dt, bytes_l[i], al, region, offset, owner.get(i)))
+    if base is not None:
+        stray = np.flatnonzero(has & ~in_arena & (addr >= base) & (addr < base + arena_bytes)).tolist()
+        notes.extend(f"tensor {i} ({c['allocation'][i]}) points inside the arena span" for i in stray)
+    variables = np.flatnonzero(c["is_variable"]).tolist()
+    return out, base, arena_bytes, variables
+
+
+def _listed_tensors(tensors, maps, owner, notes):
+    """The tensor records of a listed answer (one JSON object per tensor): (RuntimeTensors,
+    arena base address or None, arena span in bytes)."""
     arena_addrs = [
         (int(t["address"]), int(t["bytes"])) for t in tensors
         if t["allocation"] == "arena-rw" and t["address"] and t["bytes"] > 0
@@ -72,34 +164,7 @@ def probe_from_json(path: str, raw: Mapping[str, Any], subgraph: int = 0) -> Run
             int(t["id"]), t["name"], shape, t["dtype"], nbytes, alloc, region, offset,
             owner.get(int(t["id"])),
         ))
-    nodes = tuple(
-        RuntimeNode(
-            int(n["index"]), _op_name(n), tuple(n["inputs"]), tuple(n["outputs"]),
-            tuple(n["temporaries"]), int(n.get("inplace_operator", 0)),
-        )
-        for n in raw.get("nodes", ())
-    )
-    aliases: dict[int, int] = {}
-    if nodes and raw.get("inputs") is not None:
-        aliases, alias_notes = _inplace_aliases(
-            out, nodes, raw["inputs"], raw["outputs"],
-            [t["id"] for t in tensors if t.get("is_variable")],
-        )
-        notes.extend(alias_notes)
-    if n_model is not None:
-        stray = [t.id for t in out[n_model:] if t.op is None and t.nbytes > 0]
-        if stray:
-            notes.append(f"runtime-added tensors with bytes but in no node's temporaries: {stray}")
-    return RuntimeProbe(
-        path, subgraph, True, "", tuple(out), n_model, arena_bytes, base, node_temps,
-        tuple(plan),
-        tuple((int(r["input"]), tuple(int(s) for s in r["shape"])) for r in raw.get("resized_inputs", ())),
-        tuple(notes), nodes, aliases, bool(raw.get("invoked")),
-        tuple(int(t) for t in raw.get("inputs") or ()),
-        tuple(int(t) for t in raw.get("outputs") or ()),
-        raw.get("signature") or None, str(raw.get("invoke_reason") or ""),
-        str(raw.get("invoke_error") or ""),
-    )
+    return out, base, arena_bytes
 
 
 def _op_name(node: Mapping[str, Any]) -> str:

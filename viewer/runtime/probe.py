@@ -28,8 +28,8 @@ from viewer.planning.types import DEFAULT_ALIGNMENT, Plan
 from viewer.runtime._probe_json import probe_from_json  # noqa: F401,E402  (re-exported)
 from viewer.runtime.probe_types import (  # noqa: F401,E402  (re-exported)
     REGION_ARENA, REGION_DYNAMIC, REGION_MODEL_FILE, REGION_NONE, REGION_OTHER,
-    REGION_PERSISTENT, REGION_PERSISTENT_ARENA, REGION_READ_ONLY, RuntimeNode, RuntimeProbe,
-    RuntimeTensor,
+    REGION_PERSISTENT, REGION_PERSISTENT_ARENA, REGION_READ_ONLY, ProbeTotals, RuntimeNode,
+    RuntimeProbe, RuntimeTensor,
 )
 
 MEASURED_PLANNER = "litert_measured"
@@ -166,6 +166,7 @@ def probe_model(
     check: bool = False,
     invoke: bool | str = "auto",
     runner=None,
+    overhead: bool = False,
 ) -> RuntimeProbe:
     """Run LiteRT on ``path`` in a subprocess and read back its tensor arena.
 
@@ -194,6 +195,13 @@ def probe_model(
         ``runner(child_args, shown_path, timeout, what) -> dict``, the child's JSON answer:
         :func:`_run_child` (a fresh process, the default) or a resident worker's
         (:mod:`viewer.runtime.worker`), which answers the same arguments the same way.
+    overhead : bool
+        Also measure the runtime overhead in the probe's own process
+        (:class:`viewer.runtime._child_overhead.Meter`: Pss_Anon growth from before the
+        interpreter is built to after allocate_tensors() and one Invoke on synthetic inputs);
+        only for subgraph 0 at the file's shapes with ``invoke="auto"``, in a process that built
+        no interpreter before. :attr:`RuntimeProbe.overhead_grown_bytes` holds the figure,
+        ``overhead_error`` why there is none. The tensors are then read after that Invoke.
 
     Returns
     -------
@@ -217,7 +225,7 @@ def probe_model(
         args = ["probe", child_path, "--subgraph", str(int(subgraph)), "--input-shapes",
                 _shape_arg(input_shapes)]
         mode = "auto" if invoke == "auto" else ("always" if invoke else "never")
-        args += ["--invoke", mode]
+        args += ["--invoke", mode, "--packed"] + (["--overhead"] if overhead else [])
         raw = (runner or _run_child)(args, shown, timeout, "allocating tensors"
                                      + {"auto": "", "always": " and invoking", "never": ""}[mode])
     probe = probe_from_json(path, raw, subgraph)
@@ -225,10 +233,50 @@ def probe_model(
         # The child's own test missed them (e.g. a subgraph's 0-d tensors): invoke once.
         again = probe_model(path, subgraph, input_shapes, timeout, invoke=True, runner=runner)
         if again.ok:
-            probe = dataclasses.replace(again, invoke_reason=(
+            probe = dataclasses.replace(again, deferred_count=len(probe.deferred), invoke_reason=(
                 f"{len(probe.deferred)} tensor(s) had no memory after allocate_tensors() "
                 f"(e.g. {list(probe.deferred[:5])}): LiteRT sizes and places them during Invoke"))
     return probe.check() if check else probe
+
+
+def probe_totals(
+    path: str | os.PathLike,
+    input_shapes: Mapping[str | int, Sequence[int]] | None = None,
+    timeout: float = 60.0,
+    *,
+    runner=None,
+) -> ProbeTotals:
+    """Subgraph 0 allocated by LiteRT at ``input_shapes``, answered as the footprint's totals.
+
+    The same allocation as :func:`probe_model` with ``invoke="auto"`` where nothing is deferred
+    (``BUILTIN_WITHOUT_DEFAULT_DELEGATES``, ``resize_tensor_input`` then
+    ``allocate_tensors()``), without the read-only delegate and without a record per tensor or
+    node: at 100k operators a few hundred bytes instead of a 32 MB answer. For a figure that
+    needs no layout (``check``'s footprint at the next batch).
+
+    Returns
+    -------
+    ProbeTotals
+        ``ok=False`` with one line when the runtime failed, crashed or timed out (never
+        raises for those). ``unplaced`` not 0: tensors were deferred to Invoke, and only
+        :func:`probe_model` (which invokes once) can say what they need.
+    """
+    path = str(path)
+    bad = model_file_error(path)
+    if bad is not None:
+        return ProbeTotals(path, ok=False, error=display_path(bad))
+    with runtime_path(path) as child_path:
+        args = ["probe", child_path, "--subgraph", "0", "--input-shapes", _shape_arg(input_shapes),
+                "--totals"]
+        raw = (runner or _run_child)(args, display_path(path), timeout, "allocating tensors")
+    if not raw.get("ok"):
+        return ProbeTotals(path, ok=False, error=str(raw.get("error", f"{path}: failed")))
+    t = raw["totals"]
+    return ProbeTotals(
+        path, True, "", int(t["arena_bytes"]), int(t["persistent_bytes"]), int(t["dynamic_bytes"]),
+        int(t["unplaced"]), raw.get("num_model_tensors"),
+        tuple((int(r["input"]), tuple(int(s) for s in r["shape"])) for r in raw.get("resized_inputs", ())),
+    )
 
 
 def measured_plan(probe: RuntimeProbe) -> Plan:

@@ -92,6 +92,41 @@ class RuntimeNode:
 
 
 @dataclass(frozen=True)
+class ProbeTotals:
+    """The footprint's terms of one allocation, without per-tensor records
+    (:func:`viewer.runtime.probe.probe_totals`: subgraph 0, no Invoke).
+
+    Attributes
+    ----------
+    path : str
+    ok : bool
+    error : str
+        One line naming the file when not ``ok``.
+    arena_bytes : int
+        The runtime's arena span (as :attr:`RuntimeProbe.arena_bytes`), bytes.
+    persistent_bytes : int
+        kTfLitePersistentRo + kTfLiteArenaRwPersistent tensors with memory, bytes.
+    dynamic_bytes : int
+        kTfLiteDynamic tensors with memory, bytes.
+    unplaced : int
+        Arena tensors with bytes that ``allocate_tensors()`` left without memory (LiteRT
+        places them during Invoke): when not 0, only a full probe answers.
+    num_model_tensors : int or None
+    resized_inputs : tuple of (int, tuple of int)
+    """
+
+    path: str
+    ok: bool = True
+    error: str = ""
+    arena_bytes: int = 0
+    persistent_bytes: int = 0
+    dynamic_bytes: int = 0
+    unplaced: int = 0
+    num_model_tensors: int | None = None
+    resized_inputs: tuple[tuple[int, tuple[int, ...]], ...] = ()
+
+
+@dataclass(frozen=True)
 class RuntimeProbe:
     """What LiteRT did with one subgraph of a model.
 
@@ -144,6 +179,14 @@ class RuntimeProbe:
     invoke_reason: str = ""
     #: The invocation's error when it failed (the arena read is then partial).
     invoke_error: str = ""
+    #: Model tensors ``allocate_tensors()`` left without memory (LiteRT sized them in Invoke);
+    #: 0 when none were, or when the probe was told not to look (``invoke`` True or False).
+    deferred_count: int = 0
+    #: The runtime overhead measured in the probe's own process
+    #: (:class:`viewer.runtime._child_overhead.Meter`): Pss_Anon growth of one interpreter,
+    #: bytes; None when not asked for or not measured (``overhead_error`` says why).
+    overhead_grown_bytes: int | None = None
+    overhead_error: str = ""
 
     @property
     def deferred(self) -> tuple[int, ...]:

@@ -14,7 +14,7 @@ The tensor arena is only part of what a board must hold. LiteRT also keeps, outs
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 from viewer.analysis.intervals import analyze
 from viewer.analysis.types import Analysis, KIND_TEMPORARY
@@ -25,204 +25,15 @@ from viewer.planning.registry import get_planner
 from viewer.planning.run import best_plan_name, default_planner_names, run_planners
 from viewer.planning.types import DEFAULT_ALIGNMENT, Plan
 from viewer.whatif.edits import WhatIfEdits, apply_edits
-
-#: Option keys (schema object API, snake_case) of operators that name another subgraph:
-#: WHILE, IF, CALL_ONCE, CALL and the StableHLO control-flow/composite/sort/scatter options.
-_SUBGRAPH_KEYS = ("cond_subgraph_index", "body_subgraph_index", "then_subgraph_index",
-                  "else_subgraph_index", "init_subgraph_index", "subgraph", "subgraph_index",
-                  "decomposition_subgraph_index", "branch_subgraph_indices",
-                  "comparator_subgraph_index", "update_computation_subgraph_index")
-
-
-@dataclass(frozen=True)
-class SubgraphArena:
-    """The arena of one subgraph reached through control flow.
-
-    Attributes
-    ----------
-    index : int
-    name : str
-    arena_bytes : int
-        The runtime's arena of that subgraph when measured, else planned with the same
-        planner (tensors only).
-    lower_bound_bytes : int
-    reached_by : str
-        E.g. ``"#3 WHILE of subgraph 0"``.
-    source : str
-        ``"measured"`` (the runtime's arena of that subgraph as its caller prepared it) or
-        ``"planned"`` (its tensors only).
-    """
-
-    index: int
-    name: str
-    arena_bytes: int
-    lower_bound_bytes: int
-    reached_by: str
-    source: str = "planned"
-
-
-#: Where a term's bytes come from.
-SOURCE_MEASURED = "measured"  # read back from the runtime (or the model file, for weights)
-SOURCE_ESTIMATED = "estimated"  # computed from a measurement by a stated rule
-SOURCE_PLANNED = "planned"  # one of our planners over known tensors
-SOURCE_GIVEN = "given"  # given by the user (runtime overhead)
-SOURCE_UNKNOWN = "unknown"  # not measured: 0 B counted, and an unknown says so
-SOURCES = (SOURCE_MEASURED, SOURCE_ESTIMATED, SOURCE_PLANNED, SOURCE_GIVEN, SOURCE_UNKNOWN)
-
-
-@dataclass(frozen=True)
-class Term:
-    """One term of the footprint sum.
-
-    Attributes
-    ----------
-    name : str
-        E.g. ``"tensor arena"``, ``"persistent"``, ``"subgraph 2 arena"``.
-    bytes : int
-    source : str
-        One of :data:`SOURCES`.
-    method : str
-        One phrase: how it was measured, estimated or planned.
-    counted : bool
-        False for a term shown but not added (weights mapped from the file).
-    """
-
-    name: str
-    bytes: int
-    source: str
-    method: str = ""
-    counted: bool = True
-
-    def as_dict(self) -> dict:
-        return {"name": self.name, "bytes": int(self.bytes), "source": self.source,
-                "method": self.method, "counted": self.counted}
-
-
-@dataclass(frozen=True)
-class Footprint:
-    """Bytes a model needs beyond its file-backed weights, for one entry subgraph.
-
-    Attributes
-    ----------
-    planner : str
-        The planner whose arena counts.
-    analysis : Analysis
-        Of the entry subgraph; includes the runtime's kernel temporaries when measured (or
-        their estimates under a storage what-if).
-    plan : Plan
-        The planner's plan of ``analysis``.
-    tensor_lower_bound_bytes : int
-        Widest operator's breadth over the model's own tensors (no temporaries).
-    planned_tensor_arena_bytes : int or None
-        The planner's arena over the model's own tensors only (None when the runtime
-        answered: not planned).
-    arena_bytes : int
-        The arena that counts (the ``tensor arena`` term): the runtime's own arena when
-        measured with the ``litert`` planner, else the planner's arena (kernel temporaries
-        included when measured or estimated).
-    measured : bool
-        Kernel temporaries come from the runtime (possibly rescaled: see ``arena_source``).
-    measured_arena_bytes : int or None
-        The runtime's own arena span (LiteRT's planner), when measured at these dtypes.
-    temporaries_count, temporaries_bytes : int
-        Kernel temporaries in the entry subgraph's arena (0 when not measured).
-    largest_temporary : tuple (tensor id, operator index, op name, bytes) or None
-    persistent_bytes : int
-        Anonymous memory outside the arena: prepare-time folded outputs, variables, resource
-        handles (the runtime's figures when measured, else our analysis').
-    other_subgraphs : tuple of SubgraphArena
-        Arenas of the subgraphs reached through control flow.
-    weights_bytes : int
-        File-backed constant buffers.
-    notes : tuple of str
-    terms : tuple of Term
-        The arena, persistent and other subgraphs' terms, each with its source.
-    unknowns : tuple of str
-        What could not be counted, one phrase each (e.g. a custom op the runtime cannot load,
-        an unresolved dynamic dimension, kernel temporaries not measured). When non-empty the
-        sum is a lower bound: a verdict can only be "does not fit" or "cannot tell".
-    probe : RuntimeProbe or None
-        The runtime's answer the terms come from.
-    """
-
-    planner: str
-    analysis: Analysis
-    plan: Plan
-    tensor_lower_bound_bytes: int
-    planned_tensor_arena_bytes: int | None
-    arena_bytes: int
-    measured: bool
-    measured_arena_bytes: int | None
-    temporaries_count: int
-    temporaries_bytes: int
-    largest_temporary: tuple[int, int, str, int] | None
-    persistent_bytes: int
-    other_subgraphs: tuple[SubgraphArena, ...] = ()
-    weights_bytes: int = 0
-    notes: tuple[str, ...] = field(default=())
-    terms: tuple[Term, ...] = ()
-    unknowns: tuple[str, ...] = ()
-    probe: object = field(default=None, compare=False, repr=False)
-    #: :class:`viewer.whatif.invoke_sizing.InvokeSizing` when LiteRT sized tensors during Invoke
-    #: (the arena is then the one of one synthetic invoke), else None.
-    invoke_sizing: object = None
-
-    @property
-    def other_subgraphs_bytes(self) -> int:
-        return sum(s.arena_bytes for s in self.other_subgraphs)
-
-    @property
-    def anonymous_bytes(self) -> int:
-        """Arena + other subgraphs' arenas + persistent: memory that cannot be reclaimed."""
-        return self.arena_bytes + self.other_subgraphs_bytes + self.persistent_bytes
-
-    @property
-    def arena_term(self) -> Term:
-        return self.terms[0]
-
-    @property
-    def temporaries_included(self) -> bool:
-        """The arena term holds the kernel temporaries (measured or estimated)."""
-        return self.arena_term.source in (SOURCE_MEASURED, SOURCE_ESTIMATED) or self.measured
-
-    @property
-    def complete(self) -> bool:
-        """Nothing unknown: the sum is the footprint, not a lower bound."""
-        return not self.unknowns
-
-
-def reachable_subgraphs(model: Model, entry: int) -> list[tuple[int, str]]:
-    """Subgraphs reached from ``entry`` through control-flow operators, transitively.
-
-    Returns
-    -------
-    list of (subgraph index, how it is reached), in discovery order, ``entry`` excluded.
-    """
-    seen = {entry}
-    out: list[tuple[int, str]] = []
-    if len(model.subgraphs) <= 1:
-        return out  # nothing to reach (a 100k-operator scan of every option otherwise: ~0.5 s)
-    queue = [entry]
-    while queue:
-        g = queue.pop(0)
-        for op in model.subgraphs[g].operators:
-            for key in _SUBGRAPH_KEYS:
-                v = op.options.get(key) if op.options else None
-                for idx in (v if isinstance(v, tuple) else (v,)):
-                    if isinstance(idx, int) and 0 <= idx < len(model.subgraphs) and idx not in seen:
-                        seen.add(idx)
-                        out.append((idx, f"#{op.index} {op.op_name} of subgraph {g}"))
-                        queue.append(idx)
-    return out
-
-
-def persistent_bytes(analysis: Analysis) -> int:
-    """Bytes of the tensors our analysis puts outside the arena but in anonymous memory:
-    prepare-time folded outputs, variables and resource handles (not mapped constants)."""
-    sg = analysis.subgraph
-    return int(sum(sg.tensors[k].nbytes for k, why in analysis.outside.items()
-                   if k < len(sg.tensors) and ("persistent" in why or "variable" in why
-                                               or "resource" in why)))
+from viewer.whatif.footprint_parts import (  # noqa: F401  (re-exported)
+    _SUBGRAPH_KEYS, _custom_ops, _edited_runtime_subgraph, _not_measured, _probe_positions,
+    _scaled_temporaries, persistent_bytes, reachable_subgraphs, signature_keys, signature_subgraph,
+    unresolved_dynamic_inputs,
+)
+from viewer.whatif.footprint_types import (  # noqa: F401  (re-exported)
+    SOURCE_ESTIMATED, SOURCE_GIVEN, SOURCE_MEASURED, SOURCE_PLANNED, SOURCES, SOURCE_UNKNOWN,
+    Footprint, SubgraphArena, Term,
+)
 
 
 def _plan(analysis: Analysis, planner: str, time_limit: float | None) -> Plan:
@@ -231,136 +42,6 @@ def _plan(analysis: Analysis, planner: str, time_limit: float | None) -> Plan:
         plans = run_planners(problem, default_planner_names(), time_limit=time_limit)
         return plans[best_plan_name(plans)]
     return run_planners(problem, [planner], time_limit=time_limit)[planner]
-
-
-
-def signature_subgraph(model: Model, key: str) -> int:
-    """The subgraph index signature ``key`` runs.
-
-    Raises
-    ------
-    viewer.errors.SubgraphError
-        No signature of that name (the message lists the keys).
-    """
-    from viewer.errors import SubgraphError
-
-    for sig in model.signatures:
-        if sig.key == key:
-            return int(sig.subgraph_index)
-    keys = ", ".join(f"'{s.key}' (subgraph {s.subgraph_index})" for s in model.signatures)
-    raise SubgraphError(f"{model.path}: no signature {key!r}; "
-                        + (f"the signatures are {keys}" if keys else "the model has no signatures"))
-
-
-def signature_keys(model: Model, subgraph_index: int) -> tuple[str, ...]:
-    """Keys of the signatures whose runner runs ``subgraph_index``."""
-    return tuple(s.key for s in model.signatures if s.subgraph_index == subgraph_index)
-
-
-def unresolved_dynamic_inputs(model: Model, subgraph_index: int, edits: WhatIfEdits | None) -> list[str]:
-    """One phrase per graph input with a dynamic dimension other than dimension 0 (the batch)
-    that ``edits.input_shapes`` does not set: the file's shape there is only a placeholder."""
-    from viewer.whatif.apply import _input_tensor
-
-    sg = model.subgraph(subgraph_index)
-    given = set()
-    for key in (edits.input_shapes if edits is not None else {}) or {}:
-        try:
-            given.add(_input_tensor(model, sg, key))
-        except ViewerError:
-            pass
-    inputs = [t for t in sg.inputs if t >= 0]
-    out = []
-    for t in inputs:
-        ten = sg.tensors[t]
-        sig = tuple(ten.shape_signature or ())
-        dyn = [k for k, d in enumerate(sig) if d == -1 and k > 0]
-        if not dyn or t in given:
-            continue
-        example = "x".join("1" if (k == 0 and d == -1) else ("?" if d == -1 else str(d))
-                           for k, d in enumerate(sig))
-        key = "" if len(inputs) == 1 else f"{ten.name}="
-        out.append(f"input '{ten.name}' has dynamic dimension(s) {dyn} (shape_signature "
-                   f"{list(sig)}): the file's {'x'.join(map(str, ten.shape))} is a placeholder; "
-                   f"give --input-shape {key}{example}")
-    return out
-
-
-def _probe_positions(model: Model, subgraph_index: int, input_shapes) -> dict[int, tuple] | None:
-    """``{tensor index: shape}`` -> ``{input position: shape}`` as the probe takes them."""
-    if not input_shapes:
-        return None
-    pos = {t: k for k, t in enumerate(t for t in model.subgraph(subgraph_index).inputs if t >= 0)}
-    return {pos[t]: tuple(s) for t, s in input_shapes.items() if t in pos}
-
-
-def _custom_ops(model: Model, subgraph_index: int) -> list[str]:
-    names = []
-    for op in model.subgraph(subgraph_index).operators:
-        if getattr(op, "custom_code", None) or op.op_name.startswith("CUSTOM"):
-            n = getattr(op, "custom_code", None) or op.op_name
-            if n not in names:
-                names.append(str(n))
-    return names
-
-
-def _not_measured(model: Model, subgraph_index: int, error: str) -> str:
-    customs = _custom_ops(model, subgraph_index)
-    why = (f"custom op{'s' if len(customs) > 1 else ''} {', '.join(repr(c) for c in customs[:3])} "
-           "that LiteRT cannot load" if customs and ("custom op" in error or "Didn't find" in error
-                                                    or "Encountered unresolved" in error)
-           else error.split(": ", 1)[-1][:160])
-    return f"the runtime's arena and kernel temporaries (not measured: {why})"
-
-
-def _scaled_temporaries(model: Model, subgraph_index: int, probe, edited_sg, shapes_changed: bool):
-    """The runtime's arena temporaries, rescaled to the edited tensors.
-
-    Rules: a temporary that copies its operator's input in the input's type (im2col,
-    :func:`viewer.ops.scale_temporary`) scales with that input's element size; when the shapes
-    were estimated too, every temporary also scales with its operator's input element count.
-    Any other temporary keeps its measured size.
-    """
-    import math
-
-    from viewer.analysis.types import Temporary
-    from viewer.model.dtypes import BITS
-    from viewer.ops import scale_temporary
-
-    ops = model.subgraph(subgraph_index).operators
-    out = []
-    for tp in probe.arena_temporaries:
-        op = ops[tp.op] if tp.op is not None and tp.op < len(ops) else None
-        if op is None or not op.inputs or op.inputs[0] < 0:
-            out.append(tp)
-            continue
-        x = op.inputs[0]
-        rt_in = probe.tensor(x)
-        new_in = edited_sg.tensors[x]
-        n = scale_temporary(op, probe.tensor(tp.id).dtype, tp.nbytes, rt_in.dtype,
-                            BITS.get(rt_in.dtype, 0), BITS.get(new_in.dtype, 0))
-        if shapes_changed and rt_in.shape:
-            old_e, new_e = math.prod(rt_in.shape), math.prod(new_in.shape)
-            if old_e > 0:
-                n = -(-n * new_e // old_e)
-        out.append(Temporary(tp.id, tp.op, int(n), tp.name))
-    return tuple(out)
-
-
-def _edited_runtime_subgraph(model: Model, probe, edited_sg):
-    """The runtime's subgraph (its shapes) with the edited dtypes and their bytes."""
-    import dataclasses
-
-    from viewer.model.dtypes import BITS, nbytes
-    from viewer.runtime.probe import runtime_subgraph
-
-    rsg = runtime_subgraph(model, probe)
-    tensors = []
-    for t, e in zip(rsg.tensors, edited_sg.tensors):
-        if e.dtype != t.dtype and not t.is_constant and e.dtype in BITS:
-            t = dataclasses.replace(t, dtype=e.dtype, nbytes=nbytes(e.dtype, t.shape))
-        tensors.append(t)
-    return dataclasses.replace(rsg, tensors=tuple(tensors))
 
 
 def _plan_like_runtime(analysis: Analysis, planner: str, time_limit, probe) -> Plan:
@@ -382,6 +63,7 @@ def footprint(
     timeout: float = 60.0,
     time_limit: float | None = None,
     detail: bool = True,
+    runtime_overhead: bool = False,
 ) -> Footprint:
     """Everything subgraph ``subgraph_index`` of ``model`` needs in anonymous memory.
 
@@ -408,6 +90,10 @@ def footprint(
         False when only the terms matter (e.g. the footprint at the next batch): a measured
         ``litert`` arena is then not re-planned for display (``analysis`` is the model's
         tensors, ``plan`` the runtime's own placement).
+    runtime_overhead : bool
+        Also measure the runtime overhead in the probe's own process (``probe_model(...,
+        overhead=True)``), when the probe runs subgraph 0 at the file's shapes;
+        ``probe.overhead_grown_bytes`` then holds it (``check`` turns it into its term).
 
     Returns
     -------
@@ -426,14 +112,20 @@ def footprint(
     notes: list[str] = []
     edited = _edited(model, subgraph_index, edits, measure)
     notes.extend(edited.notes)
-    base = analyze(edited.subgraph, model=model)
+    kept: list = []  # the analysis of the model's own tensors, made only when needed
+
+    def base() -> Analysis:
+        if not kept:
+            kept.append(analyze(edited.subgraph, model=model))
+        return kept[0]
+
     base_plan = None  # planned over the model's tensors: only when the runtime does not answer
     unknowns = unresolved_dynamic_inputs(model, subgraph_index, edits)
     sizing = None
     storage = edits is not None and bool(edits.activation_dtype or edits.tensor_dtypes)
     shapes_estimated = bool(edited.estimated)
 
-    analysis, plan, probe = base, None, None
+    analysis, plan, probe = None, None, None
     arena_source, arena_method = SOURCE_PLANNED, f"planner {planner} over the model's tensors"
     measured_arena = None
     if measure:
@@ -441,7 +133,11 @@ def footprint(
         from viewer.runtime.worker import probe_resident  # the model's resident LiteRT worker
 
         shapes = None if shapes_estimated else _probe_positions(model, subgraph_index, edited.input_shapes)
-        probe = probe_resident(model.path, subgraph_index, input_shapes=shapes, timeout=timeout)
+        metered = runtime_overhead and shapes is None and subgraph_index == 0
+        probe = probe_resident(model.path, subgraph_index, input_shapes=shapes, timeout=timeout,
+                               **({"overhead": True} if metered else {}))
+        if metered and not probe.ok:  # e.g. the measurement's Invoke crashed: probe as before
+            probe = probe_resident(model.path, subgraph_index, input_shapes=shapes, timeout=timeout)
         if not probe.ok:
             unknowns.append(_not_measured(model, subgraph_index, probe.error))
             notes.append(f"not measured ({probe.error}); the arena below holds the model's "
@@ -467,7 +163,7 @@ def footprint(
             elif not detail and planner == "litert":
                 from viewer.runtime.probe import measured_plan
 
-                plan = measured_plan(probe)
+                analysis, plan = base(), measured_plan(probe)
                 measured_arena = int(probe.arena_bytes or 0)
                 arena_source, arena_method = SOURCE_MEASURED, "LiteRT's arena"
             else:
@@ -509,15 +205,17 @@ def footprint(
         except ViewerError as e:
             notes.append(f"runtime result not usable ({e}); planned without kernel temporaries")
             unknowns.append(f"kernel temporaries (runtime result not usable: {e})")
-            analysis, plan, probe, measured_arena = base, None, None, None
+            analysis, plan, probe, measured_arena = None, None, None, None
             arena_source, arena_method = SOURCE_PLANNED, f"planner {planner} over the model's tensors"
     elif measure is False:
         unknowns.append("kernel temporaries (im2col, scratch): not measured (planned only)")
         notes.append("planned only: kernel temporaries (im2col, scratch) are not included; "
                      "the runtime's arena can be several times larger")
 
+    if analysis is None:
+        analysis = base()
     if plan is None:
-        base_plan = plan = _plan(base, planner, time_limit)
+        base_plan = plan = _plan(analysis, planner, time_limit)
     temps = [u for u in analysis.usages if u.kind == KIND_TEMPORARY]
     largest = None
     if temps:
@@ -560,7 +258,7 @@ def footprint(
         planner=planner if planner != "best" else f"best ({plan.planner})",
         analysis=analysis,
         plan=plan,
-        tensor_lower_bound_bytes=base.lower_bound_bytes,
+        tensor_lower_bound_bytes=kept[0].lower_bound_bytes if kept else None,
         planned_tensor_arena_bytes=base_plan.arena_bytes if base_plan is not None else None,
         arena_bytes=int(arena),
         measured=probe is not None,
@@ -614,3 +312,82 @@ def _other_subgraphs(model, entry, planner, time_limit, probe, edited, timeout, 
         others.append(SubgraphArena(idx, model.subgraphs[idx].name, arena, sa.lower_bound_bytes,
                                     how, source))
     return others
+
+
+def totals_apply(model: Model, subgraph_index: int, edits: WhatIfEdits | None, *,
+                 planner: str = "litert", measure: bool = True) -> bool:
+    """Whether :func:`footprint_terms` asks the runtime for totals only: LiteRT's own arena
+    (``litert``, measured), subgraph 0 with nothing reached through control flow, shape edits
+    only."""
+    edits = edits if edits is not None else WhatIfEdits()
+    return (planner == "litert" and measure and subgraph_index == 0
+            and not (edits.activation_dtype or edits.tensor_dtypes or edits.rescale_fixed_sizes)
+            and not reachable_subgraphs(model, subgraph_index))
+
+
+def totals_shapes(model: Model, subgraph_index: int, edits: WhatIfEdits | None):
+    """The input shapes (by position) :func:`footprint_terms` asks the totals for, or None
+    when it does not ask (see :func:`totals_apply`) or the edit is refused (it says why)."""
+    from viewer.whatif.apply import resolve_input_shapes
+
+    edits = edits if edits is not None else WhatIfEdits()
+    if not totals_apply(model, subgraph_index, edits):
+        return None
+    try:
+        return _probe_positions(model, subgraph_index,
+                                resolve_input_shapes(model, model.subgraph(subgraph_index), edits))
+    except WhatIfError:
+        return None
+
+
+@dataclass(frozen=True)
+class FootprintTerms:
+    """The terms and unknowns of a footprint, without its analysis or plan
+    (:func:`footprint_terms`)."""
+
+    terms: tuple[Term, ...]
+    unknowns: tuple[str, ...]
+
+    @property
+    def arena_term(self) -> Term:
+        return self.terms[0]
+
+
+def footprint_terms(model: Model, subgraph_index: int = 0, edits: WhatIfEdits | None = None, *,
+                    planner: str = "litert", measure: bool = True, timeout: float = 60.0,
+                    time_limit: float | None = None) -> FootprintTerms:
+    """:func:`footprint`'s terms and unknowns with ``detail=False``, for a figure that needs no
+    layout (``check``'s footprint at the next batch, :func:`viewer.whatif.verdict.batch_growth`).
+
+    Where the answer is LiteRT's own arena (``litert``, measured, subgraph 0 with nothing
+    reached through control flow, shape edits only) the runtime answers with its totals
+    (:func:`viewer.runtime.probe.probe_totals`: the same allocation, no per-tensor answer to
+    parse, no analysis); the terms are then exactly :func:`footprint`'s. Anything else, and a
+    runtime that fails or defers tensors to Invoke, goes through :func:`footprint` itself, so
+    its errors (an operator that rejects the shapes, named) and estimates are unchanged.
+
+    Raises
+    ------
+    viewer.errors.WhatIfError, ModelFormatError, SubgraphError, PlanningError
+        As :func:`footprint`.
+    """
+    edits = edits if edits is not None else WhatIfEdits()
+    if totals_apply(model, subgraph_index, edits, planner=planner, measure=measure):
+        from viewer.runtime.worker import totals_resident
+        from viewer.whatif.apply import resolve_input_shapes
+
+        sg = model.subgraph(subgraph_index)
+        shapes = _probe_positions(model, subgraph_index, resolve_input_shapes(model, sg, edits))
+        got = totals_resident(model.path, input_shapes=shapes, timeout=timeout)
+        if got.ok and not got.unplaced and (got.num_model_tensors in (None, len(sg.tensors))):
+            terms = [Term("tensor arena", int(got.arena_bytes), SOURCE_MEASURED, "LiteRT's arena"),
+                     Term("persistent (outside the arena)", int(got.persistent_bytes), SOURCE_MEASURED,
+                          "the runtime's prepare-time outputs and variables")]
+            if got.dynamic_bytes:
+                terms.append(Term("dynamic tensors (heap)", int(got.dynamic_bytes), SOURCE_MEASURED,
+                                  "tensors the runtime sized during Invoke, after one invocation"))
+            unknowns = unresolved_dynamic_inputs(model, subgraph_index, edits)
+            return FootprintTerms(tuple(terms), tuple(dict.fromkeys(unknowns)))
+    fp = footprint(model, subgraph_index, edits, planner=planner, measure=measure,
+                   timeout=timeout, time_limit=time_limit, detail=False)
+    return FootprintTerms(fp.terms, fp.unknowns)

@@ -18,7 +18,6 @@ Conservative: an operand whose origin is unclear counts as value-derived.
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass
 
 from viewer.model.types import Model
@@ -92,8 +91,7 @@ def invoke_sizing(model: Model, subgraph_index: int, probe) -> InvokeSizing | No
     """None when the probe did not invoke (every tensor placed by ``allocate_tensors()``)."""
     if probe is None or not getattr(probe, "invoked", False):
         return None
-    m = re.match(r"(\d+) tensor", probe.invoke_reason or "")
-    count = int(m.group(1)) if m else len(probe.deferred)
+    count = int(getattr(probe, "deferred_count", 0) or 0) or len(probe.deferred)
     derived = _value_derived(model, subgraph_index)
     by_values, by_shapes = [], []
     for node in _starts(probe):

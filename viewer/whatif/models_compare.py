@@ -50,6 +50,12 @@ class ModelSummary:
     tensors_widest_op : int
         The widest operator over the model's own tensors (``lower_bound_bytes`` is its breadth).
     tensors_widest_op_name : str
+    persistent_bytes : int
+        Tensors held outside the arena for the model's life (outputs computed once at prepare,
+        e.g. a float16 model's DEQUANTIZE of its weights; variables), in bytes: measured when
+        ``measured``, else estimated from the operators (:func:`viewer.whatif.footprint.footprint`).
+    other_subgraphs_bytes : int
+        Arenas of the other subgraphs the runtime allocates (control-flow bodies), in bytes.
     notes : tuple of str
     """
 
@@ -67,7 +73,15 @@ class ModelSummary:
     widest_op_bytes: int = 0
     tensors_widest_op: int = -1
     tensors_widest_op_name: str = ""
+    persistent_bytes: int = 0
+    other_subgraphs_bytes: int = 0
     notes: tuple[str, ...] = ()
+
+    @property
+    def held_bytes(self) -> int:
+        """Arena + other subgraphs' arenas + persistent tensors, in bytes: the anonymous memory
+        the model's tensors hold (weights apart), what ranks models for a board."""
+        return self.arena_bytes + self.other_subgraphs_bytes + self.persistent_bytes
 
 
 def summarize(path: str, subgraph: int = 0, edits: WhatIfEdits | None = None, *,
@@ -97,17 +111,22 @@ def summarize(path: str, subgraph: int = 0, edits: WhatIfEdits | None = None, *,
         weights_bytes=int(fp.weights_bytes), widest_op=cw,
         widest_op_name=counted.op_name(cw) if cw >= 0 else "",
         widest_op_bytes=int(counted.lower_bound_bytes), tensors_widest_op=w,
-        tensors_widest_op_name=tensors_only.op_name(w) if w >= 0 else "", notes=tuple(fp.notes))
+        tensors_widest_op_name=tensors_only.op_name(w) if w >= 0 else "",
+        persistent_bytes=int(fp.persistent_bytes), other_subgraphs_bytes=int(fp.other_subgraphs_bytes),
+        notes=tuple(fp.notes))
 
 
 def rankings(rows: list[ModelSummary]) -> dict[str, list[int]]:
-    """Row indices ordered smallest first by ``naive_bytes`` and by ``arena_bytes``.
+    """Row indices ordered smallest first by ``naive_bytes``, by ``arena_bytes`` and by
+    ``held_bytes`` (arena + other subgraphs + persistent).
 
     Returns
     -------
     dict
-        ``{"naive_sum": [...], "arena": [...], "disagree": bool}``; ties keep input order.
+        ``{"naive_sum": [...], "arena": [...], "held": [...], "disagree": bool}``; ties keep
+        input order; ``disagree`` when the naive sum ranks them otherwise than ``held``.
     """
     naive = sorted(range(len(rows)), key=lambda i: rows[i].naive_bytes)
     arena = sorted(range(len(rows)), key=lambda i: rows[i].arena_bytes)
-    return {"naive_sum": naive, "arena": arena, "disagree": naive != arena}
+    held = sorted(range(len(rows)), key=lambda i: rows[i].held_bytes)
+    return {"naive_sum": naive, "arena": arena, "held": held, "disagree": naive != held}

@@ -14,11 +14,25 @@ from dataclasses import dataclass
 
 from viewer.errors import ViewerError, WhatIfError
 from viewer.whatif.edits import WhatIfEdits
-from viewer.whatif.footprint import SOURCE_GIVEN, SOURCE_MEASURED, Footprint, Term, footprint
+from viewer.whatif.footprint import SOURCE_GIVEN, SOURCE_MEASURED, Footprint, Term, footprint_terms
 
 VERDICT_FITS = "fits"
 VERDICT_DOES_NOT_FIT = "does_not_fit"
 VERDICT_CANNOT_TELL = "cannot_tell"
+
+#: The runtime overhead's stated margin: the larger of this many bytes and this fraction of the
+#: measured growth. Repeated runs in one setting agree within a page, but two processes whose
+#: history differs (environment, import path, what Python freed before the interpreter was
+#: built) measure the same model up to 9% apart (47 shared models, in the probe's process and in
+#: one of its own: coral_deeplabv3 18.73 vs 17.06 MB, mobilenet_v2_224_int8 4.28 vs 3.96 MB,
+#: small models within 24 KiB), so a verdict inside the margin is "cannot tell".
+OVERHEAD_MARGIN_MIN_BYTES = 32 << 10
+OVERHEAD_MARGIN_FRACTION = 0.10
+
+
+def overhead_margin(grown_bytes: int) -> int:
+    """The stated margin of a measured runtime-overhead growth of ``grown_bytes``, bytes."""
+    return max(OVERHEAD_MARGIN_MIN_BYTES, -(-int(grown_bytes) * 10 // 100))
 
 #: ``check``'s exit code for each verdict.
 EXIT_CODES = {VERDICT_FITS: 0, VERDICT_DOES_NOT_FIT: 1, VERDICT_CANNOT_TELL: 3}
@@ -43,7 +57,8 @@ def budget_terms(fp: Footprint, *, runtime_bytes: int = 0, weights_mode: str = "
     return terms
 
 
-def overhead_term(fp: Footprint, grown_bytes: int, resolver: str, *, at_file_shapes: bool) -> Term:
+def overhead_term(fp: Footprint, grown_bytes: int, resolver: str, *, at_file_shapes: bool,
+                  where: str = "in a fresh LiteRT process") -> Term:
     """The runtime's anonymous memory beyond the terms ``fp`` already counts.
 
     ``grown_bytes`` is :func:`viewer.runtime.overhead.measure_overhead`'s Pss_Anon growth of one
@@ -51,13 +66,15 @@ def overhead_term(fp: Footprint, grown_bytes: int, resolver: str, *, at_file_sha
     term is that growth minus ``fp.anonymous_bytes`` (arena + persistent + other subgraphs), at
     least 0, so nothing is counted twice. Weights are mapped in that process (file-backed, not
     in Pss_Anon): the weights term is separate. ``at_file_shapes``: the process ran the file's
-    shapes and types while ``fp`` is a what-if, so the term is "estimated".
+    shapes and types while ``fp`` is a what-if, so the term is "estimated". ``where``: the
+    process measured (the probe's own, or one of its own), named in the method. The term
+    carries the measurement's margin (``margin`` bytes: :func:`overhead_margin`).
     """
     from viewer.runtime.overhead import CONFIGURATIONS
     from viewer.whatif.footprint import SOURCE_ESTIMATED
 
     n = max(0, int(grown_bytes) - int(fp.anonymous_bytes))
-    method = (f"{CONFIGURATIONS[resolver]}: Pss_Anon (/proc/self/smaps_rollup) after "
+    method = (f"{CONFIGURATIONS[resolver]}: Pss_Anon (/proc/self/smaps_rollup) {where}, after "
               "allocate_tensors() and one Invoke minus before the interpreter was built = "
               f"{int(grown_bytes):,d} B, less the arena, persistent and other subgraphs' terms "
               "above (interpreter and kernel state; the Python harness's few objects included)")
@@ -66,12 +83,26 @@ def overhead_term(fp: Footprint, grown_bytes: int, resolver: str, *, at_file_sha
                    "sum is an upper bound for this configuration")
     if at_file_shapes:
         method += "; measured at the file's shapes and types, not the what-if's"
-    return Term("runtime overhead", n, SOURCE_ESTIMATED if at_file_shapes else SOURCE_MEASURED, method)
+    return Term("runtime overhead", n, SOURCE_ESTIMATED if at_file_shapes else SOURCE_MEASURED, method,
+                margin=overhead_margin(grown_bytes))
 
 
 def total_bytes(terms) -> int:
     """Sum of the counted terms, in bytes."""
     return sum(int(t.bytes) for t in terms if t.counted)
+
+
+def margin_unknown(terms, total: int, limit: int) -> str:
+    """"" unless the counted terms' stated margins (:attr:`Term.margin`) reach past the limit
+    while ``total`` itself fits; then one phrase for the unknowns: such a "fits" can flip
+    between runs, so the verdict is "cannot tell" (never a bare "fits")."""
+    margin = sum(int(t.margin) for t in terms if t.counted)
+    head = int(limit) - int(total)
+    if margin <= 0 or head < 0 or head >= margin:
+        return ""
+    which = ", ".join(f"{t.name} ±{int(t.margin):,d} B" for t in terms if t.counted and t.margin)
+    return (f"the headroom, {head:,d} B, is within the measurement's margin ({which}: two "
+            "processes measure it up to that far apart), so it may not fit")
 
 
 def verdict(total: int, limit: int, unknowns) -> str:
@@ -139,9 +170,9 @@ def batch_growth(model, subgraph_index: int, edits: WhatIfEdits | None, fp: Foot
     base = edits if edits is not None else WhatIfEdits()
     b = base.batch or 1
     try:
-        nxt = footprint(model, subgraph_index, dataclasses.replace(base, batch=b + 1),
-                        planner=planner, measure=measure, timeout=timeout, time_limit=time_limit,
-                        detail=False)
+        nxt = footprint_terms(model, subgraph_index, dataclasses.replace(base, batch=b + 1),
+                              planner=planner, measure=measure, timeout=timeout,
+                              time_limit=time_limit)
     except WhatIfError as e:
         msg = str(e)
         if msg.startswith(str(model.path) + ": "):
