@@ -179,3 +179,17 @@ def test_context_axis_is_the_updated_one_when_the_head_dimension_is_larger(tmp_p
     ax = context_axis(m)
     assert (ax.length, ax.axis, ax.rule) == (48, 1, "update")
     assert "DYNAMIC_UPDATE_SLICE" in ax.describe()
+
+
+def test_planned_arena_of_the_resource_decoder_is_litert_s(tmp_path, capsys):
+    """READ_VARIABLE's ranked outputs are arena tensors (read_variable.cc): with LiteRT's kernel
+    temporaries, our litert plan of prefill is the runtime's own arena, byte for byte (it was
+    4.5 KiB short while they were taken for dynamic)."""
+    import json
+
+    from viewer.cli import main
+
+    m = _write(tmp_path, "resource")
+    assert main(["plan", m.path, "--planner", "litert", "--measure", "--json"]) == 0
+    plans = json.loads(capsys.readouterr().out)["plans"]
+    assert plans["litert"]["arena_bytes"] == plans["litert_measured"]["arena_bytes"] == 18496

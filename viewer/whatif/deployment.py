@@ -258,7 +258,7 @@ def deployment(model: Model, keys=None, *, measure: bool = True, timeout: float 
 
     sigs = {s.key: int(s.subgraph_index) for s in model.signatures}
     if not sigs:
-        raise SubgraphError(f"{model.path}: the model has no signatures (--signatures needs them)")
+        raise SubgraphError(f"{model.path}: the model has no signatures (--signatures needs them; check it without --signatures)")
     keys = tuple(sigs) if keys is None else tuple(keys)
     for k in keys:
         if k not in sigs:
