@@ -402,6 +402,36 @@ def compare_text(left: ChartData, right: ChartData) -> str:
             f"lower bound {_delta(left.lower_bound, right.lower_bound)}; {widest}")
 
 
+#: The title's words on kernel temporaries, as ``export`` and the window's export say them.
+TEMPORARIES_INCLUDED = " — kernel temporaries included ({how})"
+TEMPORARIES_UNMEASURED = " — kernel temporaries NOT included (the runtime could not measure them)"
+TENSORS_ONLY = " — tensors only, kernel temporaries NOT included"
+
+
+def temporaries_title(included: bool, estimated: bool = False, measured: bool = True) -> str:
+    """The chart title's suffix on kernel temporaries (``export``'s words, the window's too).
+
+    Parameters
+    ----------
+    included : bool
+        The chart draws the runtime's kernel temporaries (or the runtime ran and has none).
+    estimated : bool
+        They are estimated (a storage what-if LiteRT cannot run), not measured.
+    measured : bool
+        With ``included`` False: True when the runtime's temporaries are known but left out
+        (tensors only), False when the runtime could not measure them.
+
+    Returns
+    -------
+    str
+        E.g. ``" — kernel temporaries included (measured)"``,
+        ``" — tensors only, kernel temporaries NOT included"``.
+    """
+    if included:
+        return TEMPORARIES_INCLUDED.format(how="estimated" if estimated else "measured")
+    return TENSORS_ONLY if measured else TEMPORARIES_UNMEASURED
+
+
 def titled_model_name(model_name: str, edits) -> str:
     """``model_name`` with the what-if edits for a chart's title (:func:`edits_label`), e.g.
     ``"unet_256.tflite — what-if: input 0=1x512x512x3, batch 4, activations float16"``;
