@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import pytest
+from PySide6.QtCore import Qt
 
 from tests.conftest import shared_model
 from tests.export.test_chart_data import plan_of, synthetic_analysis
@@ -143,3 +144,29 @@ def test_compare_charts_click_selects_and_store_as_edits_like_the_main_chart(qtb
     next(act for act in menu.actions() if act.data() == "float16").trigger()
     qtbot.waitUntil(lambda: bool(shown) and window.response.request.edits is not None, timeout=60_000)
     assert dict(window.response.request.edits.tensor_dtypes) == {u.tensor: "float16"}
+
+
+@pytest.mark.shared
+def test_compare_titles_a_storage_whatif_with_estimated_temporaries_as_estimated(qtbot, settings):
+    """Compare view, unet_256 measured, float16 activations: the runtime cannot store them, so
+    the what-if's kernel temporaries are rescaled estimates; its chart's title says so, as the
+    main chart's does (it said "what-if: float16 activations" alone)."""
+    from viewer.ui.main_window import MainWindow
+
+    w = MainWindow(settings=settings, measure=True)
+    qtbot.addWidget(w)
+    w.show()
+    try:
+        open_and_wait(qtbot, w, shared_model("unet_256.tflite"))
+        qtbot.keyClick(w, Qt.Key.Key_B, Qt.KeyboardModifier.ControlModifier)  # View > Compare with baseline
+        assert w.compare.isVisible()
+        with qtbot.waitSignal(w.view_changed, timeout=120_000):
+            w.whatif.dtype.setCurrentIndex(w.whatif.dtype.findData("float16"))
+        assert w.response.temporaries_estimated
+        right = w.compare.right.chart_plot().title.text()
+        left = w.compare.left.chart_plot().title.text()
+        assert "what-if: activations float16" in right and "(kernel temporaries estimated)" in right, right
+        assert "estimated" not in left, left  # the baseline's were measured
+        assert "(kernel temporaries estimated)" in w.chart.chart_data().title  # as the main chart
+    finally:
+        w.runner.shutdown()

@@ -37,8 +37,10 @@ from viewer.model.reader import load_model
 from viewer.planning.registry import get_planner
 from viewer.units import SIZE_SYNTAX, format_bytes, parse_size
 from viewer.whatif.budget import WEIGHTS_MODES, fixed_bytes
+from viewer.whatif.check_report import (budget_json, dynamic_batch, invoke_qualifier,
+                                        other_signatures_unknown, runtime_configuration, verdict_text)
 from viewer.whatif.footprint import SOURCE_ESTIMATED, SOURCE_MEASURED, Term, footprint, signature_keys
-from viewer.whatif.verdict import (EXIT_CODES, VERDICT_CANNOT_TELL, VERDICT_DOES_NOT_FIT, VERDICT_FITS, batch_growth,
+from viewer.whatif.verdict import (EXIT_CODES, VERDICT_CANNOT_TELL, VERDICT_FITS, batch_growth,
                                    BatchGrowth, budget_terms, largest_batch_answer, margin_unknown,
                                    total_bytes, verdict)
 
@@ -126,12 +128,11 @@ def _counted_label(fp) -> str:
 
 
 def _other_signatures(model, args) -> str:
-    """The signatures (``"KEY -> subgraph N"``, comma-separated) that run another subgraph than
-    the one checked, when no ``--signature`` chose one; "" otherwise."""
+    """The unknown for signatures that run another subgraph than the one checked, when no
+    ``--signature`` chose one; "" otherwise (:func:`~viewer.whatif.check_report.other_signatures_unknown`)."""
     if getattr(args, "signature", None) is not None:
         return ""
-    return ", ".join(f"{s.key} -> subgraph {s.subgraph_index}" for s in model.signatures
-                     if s.subgraph_index != args.subgraph)
+    return other_signatures_unknown(model, args.subgraph)
 
 
 def run(args: argparse.Namespace) -> int:
@@ -179,8 +180,7 @@ def run(args: argparse.Namespace) -> int:
         fp = dataclasses.replace(fp, unknowns=tuple(unknowns))
     others = _other_signatures(model, args)
     if others:  # each signature's runner allocates its own arena: one checked is not all checked
-        unknowns.append(f"the model has other signatures ({others}) that this check did not count, "
-                        "each with its own arena: check each with --signature KEY, or all together with --signatures all")
+        unknowns.append(others)
         fp = dataclasses.replace(fp, unknowns=tuple(unknowns))
     if args._tile is not None:  # the tiled term carries its own temporaries (measured or estimated)
         unknowns = [u for u in unknowns if not u.startswith("kernel temporaries")]
@@ -237,16 +237,8 @@ def _ask_ahead_next_batch(args, model, edits, timeout: float) -> None:
 
 def configuration(args, fp) -> str:
     """The runtime configuration the verdict's figures are for, as the verdict line names it."""
-    from viewer.runtime.overhead import CONFIGURATIONS
-
-    if not fp.measured:
-        return CONFIGURATIONS["builtin"] + ", planned only (not measured)"
-    if args.delegates == "default" and args.runtime_overhead is None:
-        return ("LiteRT with its default delegates (XNNPACK on): runtime overhead measured so; "
-                "the arena measured without delegates")
-    return CONFIGURATIONS["builtin"] + (" (a stock interpreter applies XNNPACK: --delegates "
-                                        "default measures that)" if args.runtime_overhead is None
-                                        else "")
+    return runtime_configuration(fp.measured, delegates=args.delegates,
+                                 overhead_given=args.runtime_overhead is not None)
 
 
 def _overhead(args, model, fp, edits, given: int | None, timeout: float) -> tuple[Term, str]:
@@ -357,52 +349,20 @@ def _b(n: int) -> str:
     return f"{n:,d} B" + (f" ({format_bytes(n)})" if abs(n) >= 1024 else "")
 
 
-_VERDICT_TEXT = {VERDICT_FITS: "fits", VERDICT_DOES_NOT_FIT: "DOES NOT FIT",
-                 VERDICT_CANNOT_TELL: "CANNOT TELL whether it fits"}
-
-
 def _invoke_qualifier(fp, rep) -> str:
-    """What a verdict on an arena measured after one synthetic Invoke rests on ("" otherwise):
-    sizes that follow the input values make it "cannot tell" (an unknown of the footprint);
-    sizes that follow the input shapes only qualify the "fits"."""
-    s = fp.invoke_sizing
-    if s is None or rep.verdict == VERDICT_DOES_NOT_FIT:
-        return ""
-    if s.value_dependent:
-        return (f" (fits at the sizes of one synthetic invoke; {s.tensors} tensor(s) are sized by "
-                f"input values: {', '.join(s.by_values[:3])})" if rep.used <= rep.limit else "")
-    return (f" at the sizes of one synthetic invoke ({s.tensors} tensor(s) sized during Invoke "
-            "from the input shapes only: the same at these shapes)")
+    return invoke_qualifier(fp, rep.verdict, rep.used, rep.limit)
 
 
 def _dynamic_batch(args, model) -> bool:
     """No --batch given and a graph input's batch is dynamic (-1 first in shape_signature)."""
-    edits = _edits_of(args)
-    if edits is not None and edits.batch is not None:
-        return False
-    sg = model.subgraph(args.subgraph)
-    return any(sg.tensors[t].shape_signature and sg.tensors[t].shape_signature[0] == -1
-               for t in sg.inputs if t >= 0)
-
-
-def _estimated_terms(rep) -> list:
-    """The counted terms computed by a stated rule rather than measured or planned."""
-    return [t for t in rep.terms if t.counted and t.source == SOURCE_ESTIMATED]
+    return dynamic_batch(model, args.subgraph, _edits_of(args))
 
 
 def _verdict_text(args, model, rep) -> str:
-    """The headline's verdict word with what it rests on: an assumed batch 1 of a dynamic
-    batch, an estimated term, an assumption of --tile-stages in-turn."""
-    text = _VERDICT_TEXT[rep.verdict]
-    if rep.verdict == VERDICT_FITS and _dynamic_batch(args, model):  # over at 1 is over anyway
-        text += " at batch 1 (dynamic batch)"
-    est = _estimated_terms(rep)
-    if est:
-        text += " (estimated: " + ", ".join(t.name for t in est) + ", by the rule the terms below state)"
+    """The headline's verdict word with what it rests on (:func:`~viewer.whatif.check_report.verdict_text`)."""
     tiled = getattr(args, "_tile", None)
-    if tiled is not None and tiled.get("stages") == "in-turn" and rep.verdict != VERDICT_DOES_NOT_FIT:
-        text += " (assuming the tiled stages share one arena in turn: --tile-stages in-turn)"
-    return text
+    return verdict_text(rep.verdict, rep.terms, dynamic=_dynamic_batch(args, model),
+                        tile_stages=tiled.get("stages") if tiled is not None else None)
 
 
 def _term_line(t, batch: int, first: bool) -> str:
@@ -491,52 +451,16 @@ def _whatif_json(args, rep) -> dict | None:
 
 
 def _print_json(args, model, fp, rep, found) -> None:
-    by_name = {t.name: t for t in rep.terms}
-    weights = by_name["weights"]
     report = {
         "model": str(model.path),
         "runtime": "litert",
         "subgraph": args.subgraph,
         "signatures": list(signature_keys(model, args.subgraph)),
         "planner": fp.planner,
-        "verdict": rep.verdict,
-        "fits": rep.verdict == VERDICT_FITS,
-        "verdict_text": _verdict_text(args, model, rep) + _invoke_qualifier(fp, rep),
-        "estimated": bool(_estimated_terms(rep)),
-        "dynamic_batch": _dynamic_batch(args, model),
-        "configuration": configuration(args, fp),
-        "sized_at_invoke": fp.invoke_sizing.as_dict() if fp.invoke_sizing is not None else None,
-        "unknowns": list(fp.unknowns),
-        "terms": [{"name": t.name, "bytes": int(t.bytes), "source": t.source, "method": t.method,
-                   "counted": t.counted, "margin_bytes": int(getattr(t, "margin", 0))}
-                  for t in rep.terms],
-        "limit_bytes": rep.limit,
-        "measured": fp.measured,
-        "counted_arena": f"{rep.terms[0].source}: {rep.terms[0].method}",
-        "arena_bytes": rep.terms[0].bytes,
-        "arena_source": rep.terms[0].source,
-        "temporaries_included": fp.temporaries_included,
-        "planned_tensor_arena_bytes": fp.planned_tensor_arena_bytes,
-        "measured_arena_bytes": fp.measured_arena_bytes,
-        "temporaries_count": fp.temporaries_count,
-        "temporaries_bytes": fp.temporaries_bytes,
-        "persistent_bytes": fp.persistent_bytes,
-        "other_subgraphs": [
-            {"index": s.index, "reached_by": s.reached_by, "arena_bytes": s.arena_bytes,
-             "source": s.source}
-            for s in fp.other_subgraphs
-        ],
-        "other_subgraphs_bytes": fp.other_subgraphs_bytes,
-        "weights_bytes": weights.bytes,
-        "weights_counted": weights.counted,
-        "runtime_bytes": by_name["runtime overhead"].bytes,
-        "used_bytes": rep.used,
-        "headroom_bytes": rep.limit - rep.used,
-        "batch": rep.batch,
-        "largest_batch": rep.largest_batch,
-        "largest_batch_note": rep.growth.reason,
-        "lower_bound_bytes": fp.analysis.lower_bound_bytes,
-        "widest_op": fp.analysis.widest_op,
+        **budget_json(fp, rep.terms, limit=rep.limit, used=rep.used, verdict=rep.verdict,
+                      text=_verdict_text(args, model, rep) + _invoke_qualifier(fp, rep),
+                      dynamic=_dynamic_batch(args, model), configuration=configuration(args, fp),
+                      batch=rep.batch, largest_batch=rep.largest_batch, growth=rep.growth),
         "notes": edit_notes(model, args.subgraph, _edits_of(args)) + list(fp.notes),
     }
     report["whatif_planner"] = _whatif_json(args, rep)

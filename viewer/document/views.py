@@ -15,6 +15,11 @@ from viewer.model.dtypes import BITS
 from viewer.whatif.edits import WhatIfEdits, edits_label
 
 
+#: What a chart's title adds when the kernel temporaries drawn are estimates (a storage what-if
+#: the runtime cannot run: measured at the file's types, rescaled).
+ESTIMATED_TITLE = " (kernel temporaries estimated)"
+
+
 def unedited(edits: WhatIfEdits | None) -> bool:
     """True for no edits (None or empty): the model as stored."""
     return edits is None or edits.is_empty()
@@ -52,6 +57,7 @@ def compare_sides(doc) -> tuple[Any, Any, str] | str:
     if resp.temporaries_estimated and with_t:
         note = ("the what-if's kernel temporaries are estimated (the runtime cannot store "
                 "tensors in another dtype)")
+        label += ESTIMATED_TITLE  # on its chart's title, as the main chart's says
     return (base.analysis, left, f"baseline: {name}"), (resp.analysis, right, label), note
 
 
@@ -74,7 +80,8 @@ def _model_sides(doc, resp, other):
         note = "; ".join(n for n in (
             f"the what-if ({what}) is applied to {name} only; "
             f"{os.path.basename(other.model.path)} is as stored", note) if n)
-    return ((mine.analysis, left, f"{name}" + (f" — what-if: {what}" if what else "")),
+    est = ESTIMATED_TITLE if mine.temporaries_estimated else ""
+    return ((mine.analysis, left, f"{name}" + (f" — what-if: {what}" if what else "") + est),
             (theirs.analysis, right, f"other: {os.path.basename(other.model.path)}"), note)
 
 

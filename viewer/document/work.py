@@ -411,13 +411,15 @@ def compute(
 
 
 def _footprint(model, request: AnalysisRequest, edits, report):
-    """The footprint ``check`` counts (litert), or None when it cannot be computed."""
+    """The footprint ``check`` counts (litert), or None when it cannot be computed: in full
+    (``detail``), so its terms, temporaries and lower bound are check's, word for word (the
+    window's JSON export carries them: :mod:`viewer.document.budget_check`)."""
     from viewer.whatif.footprint import footprint
 
     report(0.72, "counting the footprint (as check does)")
     try:
         return footprint(model, request.subgraph, edits, planner="litert",
-                         measure=bool(request.measure), detail=False)
+                         measure=bool(request.measure))
     except ViewerError:
         return None
 

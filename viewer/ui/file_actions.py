@@ -80,6 +80,9 @@ def export_json(w, path: str | None = None) -> str | None:
                           resp.best, notes=notes, edits=doc.edits_report())
     if getattr(resp, "footprint", None) is not None:  # the figures the window's budget shows
         with_footprint_subgraphs(report, resp.footprint)
+    budget = _budget_json(w, resp)
+    if budget is not None:
+        report["budget"] = budget
     try:
         write_report(report, path, force=True)  # confirm_overwrite asked
     except (ViewerError, OSError) as e:
@@ -88,6 +91,23 @@ def export_json(w, path: str | None = None) -> str | None:
     w.settings.setValue("export_dir", os.path.dirname(os.path.abspath(path)))
     w.status_label.setText(f"Wrote {path}")
     return path
+
+
+def _budget_json(w, resp) -> dict | None:
+    """The verdict the window shows while a budget is set, as ``check --json`` gives it for the
+    same settings (its budget keys and ``check_command``); None without a budget, or under
+    TFLite Micro (whose verdict is ``check --runtime tflm``'s)."""
+    from viewer.ui.summary_text import budget_verdict
+
+    settings = w.whatif.budget()
+    if settings.limit_bytes is None or w.document.planner not in resp.plans:
+        return None
+    tiled = w.tiling.counted_arena()
+    grid = None
+    if tiled is not None:
+        p = w.tiling.view.plan
+        grid = f"{p.grid[0]}x{p.grid[1]}@{p.split}"
+    return budget_verdict(settings, resp, w.document.planner, tiled, grid)[2]
 
 
 def save_reordered(w, path: str | None = None) -> str | None:

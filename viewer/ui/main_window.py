@@ -11,11 +11,12 @@ from __future__ import annotations
 
 import os
 
-from PySide6.QtCore import QByteArray, QSettings, QSignalBlocker, QSize, Qt, QTimer, Signal
+from PySide6.QtCore import QByteArray, QEvent, QSettings, QSignalBlocker, QSize, Qt, QTimer, Signal
 from PySide6.QtWidgets import QDockWidget, QFileDialog, QMainWindow, QStackedWidget, QWidget
 
 from viewer.document import Document
 from viewer.document.state import OPTIMAL_TIME_LIMIT, REORDER_TIME_LIMIT
+from viewer.document.views import ESTIMATED_TITLE
 from viewer.document.work import AnalysisResponse, plan_label
 from viewer.document.runtime_plan import whatif_note
 from viewer.export.chart_data import titled_model_name
@@ -23,13 +24,13 @@ from viewer.resources import DEMO_MODEL, resource_path
 from viewer.ui import dialogs, dock_layout, file_actions, widgets, window_actions
 from viewer.ui.chart import PackingChart
 from viewer.ui.compare import CompareView
-from viewer.ui.side_panel import SidePanel, budget_report
+from viewer.ui.side_panel import SidePanel
+from viewer.ui.summary_text import budget_verdict
 from viewer.ui.tensor_table import TensorTable
 from viewer.ui.tiling_panel import TilingController
 from viewer.ui.widgets import VerticalScrollArea
 from viewer.ui.whatif_panel import WhatIfPanel
 from viewer.ui.workers import TaskRunner
-from viewer.units import format_bytes
 
 APP_NAME = "Arena Viewer"
 DEFAULT_SIZE = QSize(1400, 860)
@@ -40,6 +41,32 @@ _FAIL_TITLES = {"open": "Cannot open model", "subgraph": "Cannot analyse subgrap
 
 def _is_model_url(url) -> bool:
     return url.isLocalFile() and url.toLocalFile().lower().endswith(".tflite")
+
+
+def _signature_suffix(resp) -> str:
+    """" (signature KEY)" when the model has several signatures and the shown subgraph runs
+    one: the chart's title then says which ("subgraph 1" alone does not); "" otherwise."""
+    sigs = getattr(resp.model, "signatures", ()) or ()
+    keys = [s.key for s in sigs if s.subgraph_index == resp.request.subgraph]
+    return f" (signature {', '.join(keys)})" if len(sigs) > 1 and keys else ""
+
+
+def _placeholder_suffix(resp) -> str:
+    """" (dynamic input: drawn at its placeholder shape 1x1x1x3; set it in What if)" while a
+    graph input has a dynamic dimension past the batch that no edit sets: the arena drawn is
+    the placeholder's (check says "cannot tell" until ``--input-shape`` is given)."""
+    from viewer.whatif.footprint import unresolved_dynamic_inputs
+
+    try:
+        open_dims = unresolved_dynamic_inputs(resp.model, resp.request.subgraph, resp.request.edits)
+    except Exception:  # a title is never worth a failed view
+        return ""
+    if not open_dims:
+        return ""
+    sg = resp.analysis.subgraph
+    shapes = ", ".join("x".join(str(d) for d in sg.tensors[t].shape) for t in sg.inputs
+                       if t >= 0 and any(d == -1 for d in (sg.tensors[t].shape_signature or ())[1:]))
+    return f" (dynamic input: drawn at its placeholder shape {shapes}; set it in What if)"
 
 
 class MainWindow(QMainWindow):
@@ -72,14 +99,12 @@ class MainWindow(QMainWindow):
             measure = str(self.settings.value("measure", "true")).lower() == "true"
         self.document = Document(measure=bool(measure))
         self.setWindowTitle(APP_NAME)
-        self._title = APP_NAME
-        self._title_timer = QTimer(self)  # see _retitle
-        self._title_timer.setSingleShot(True)
-        self._title_timer.timeout.connect(self._on_title_timer_timeout)
+        self._title, self._title_pending, self._chart_painted = APP_NAME, False, True  # _retitle
         self.setAcceptDrops(True)
         self.resize(DEFAULT_SIZE)
         self.setMinimumSize(640, 480)  # below this the docks paint over each other
         self._build_widgets()
+        self.chart.view.viewport().installEventFilter(self)  # its paints: see _retitle
         window_actions.build_status_bar(self)
         window_actions.build_menus(self)
         window_actions.build_toolbar(self)
@@ -326,18 +351,36 @@ class MainWindow(QMainWindow):
     def _retitle(self, title: str) -> None:
         """Name the shown model in the title bar once its content is on screen.
 
-        The window manager draws a new title at once, while our widgets paint only when the
-        event loop comes back (seconds later on a loaded machine: the title named the new model
-        over the old one's chart). A zero-interval timer fires after the events already posted,
-        the layouts and the repaint of the new content among them.
+        The window manager draws a new title at once, while our widgets paint later, when the
+        platform's update request comes (a few ms on an idle machine, seconds on a loaded one:
+        the title named the new model over the old one's chart, newuser F-c). So the title
+        waits for an update request that has painted the chart too (its scene tells the view
+        one event later than the panels change: :meth:`eventFilter`); a hidden window has
+        nothing to paint and takes it at once.
         """
         self._title = title
         if title == self.windowTitle():
             return
-        self._title_timer.start(0)
+        if not self.isVisible() or self.isMinimized():
+            self.setWindowTitle(title)
+            return
+        self._title_pending, self._chart_painted = True, not self.chart.isVisible()
+        self.update()  # an update request comes even if nothing else changed
 
-    def _on_title_timer_timeout(self) -> None:
-        self.setWindowTitle(self._title)
+    def event(self, event) -> bool:  # noqa: D102 (Qt override)
+        done = super().event(event)
+        if event.type() == QEvent.Type.UpdateRequest and self._title_pending:
+            if self._chart_painted:  # chart and panels painted and flushed: the title follows
+                self._title_pending = False
+                self.setWindowTitle(self._title)
+            else:
+                self.update()  # the chart's repaint is on its way: the next request
+        return done
+
+    def eventFilter(self, watched, event) -> bool:  # noqa: N802 (Qt override)
+        if event.type() == QEvent.Type.Paint and watched is self.chart.view.viewport():
+            self._chart_painted = True
+        return super().eventFilter(watched, event)
 
     def _on_document_other_changed(self, other) -> None:
         """A second model opened (the compare view shows it) or closed (back to the baseline)."""
@@ -396,9 +439,10 @@ class MainWindow(QMainWindow):
             self.whatif.set_verdict("")
             return
         plan = resp.plans[planner]
-        name = titled_model_name(os.path.basename(resp.model.path), resp.request.edits)
+        name = titled_model_name(os.path.basename(resp.model.path) + _signature_suffix(resp),
+                                 resp.request.edits) + _placeholder_suffix(resp)
         if resp.temporaries_estimated:
-            name += " (kernel temporaries estimated)"
+            name += ESTIMATED_TITLE
         tiled = self.tiling.view
         if tiled is not None:  # the tiling what-if: one patch, the cut buffers, then the tail
             g = tiled.plan.grid
@@ -439,19 +483,8 @@ class MainWindow(QMainWindow):
             return
         tiled = self.tiling.counted_arena()
         self.side.set_tiled_arena(tiled)  # the Summary's budget box counts the same
-        rep = budget_report(settings, resp, name, tiled)
-        term = getattr(getattr(resp, "footprint", None), "arena_term", None)
-        est = " (estimated)" if getattr(term, "source", "") == "estimated" else ""  # as check's headline
-        if rep is None:
-            self.whatif.set_verdict("")
-        elif rep.fits:
-            self.whatif.set_verdict(f"fits{est}, headroom {format_bytes(rep.headroom_bytes)}", True)
-        elif rep.message.startswith("cannot tell"):
-            self.whatif.set_verdict(rep.message, False)
-        else:
-            binding = (f" (binding operator #{rep.binding_op} {rep.binding_op_name})"
-                       if rep.binding_op >= 0 else "")
-            self.whatif.set_verdict(f"over budget by {format_bytes(-rep.headroom_bytes)}{est}{binding}", False)
+        text, fits, _ = budget_verdict(settings, resp, name, tiled)
+        self.whatif.set_verdict(text, fits)
 
     def _on_document_runtime_changed(self, runtime: str) -> None:
         """The selector shows the runtime of the view (after a failed switch)."""

@@ -31,10 +31,12 @@ from viewer.ui.summary_text import (
     _html,
     best_text,
     budget_report,
+    budget_verdict,
     lower_bound_text,
     measured_text,
     reorder_lines,
     tensor_details,
+    untiled_bound_line,
 )
 from viewer.ui.widgets import FocusWheelComboBox, FocusWheelSpinBox, WrapLabel, keep_together
 from viewer.units import format_bytes
@@ -384,11 +386,15 @@ class SidePanel(QScrollArea):
                 lines += [_html(x) for x in c["lines"]]
                 lines += [_html(n) for n in resp.notes]
             if self._budget is not None and getattr(self._budget, "limit_bytes", None) is not None:
-                rep = budget_report(self._budget, resp, name, getattr(self, "_tiled", None))
+                tiled = getattr(self, "_tiled", None)
+                rep = budget_report(self._budget, resp, name, tiled)
                 if rep is not None:
-                    color = "#1a7f37" if rep.fits else "#c62828"
-                    lines.append(f"<b style='color:{color}'>{_html(rep.message)}</b>")
+                    text, fits, _ = budget_verdict(self._budget, resp, name, tiled)
+                    color = "#1a7f37" if fits else "#c62828"
+                    lines.append(f"<b style='color:{color}'>{_html(text)}</b>")
                     lines += [_html(x) for x in rep.lines()]
+                    if tiled is not None:  # as check --tile: no one operator binds all stages
+                        lines.append(_html(untiled_bound_line(resp)))
         self.budget_label.setText(keep_together("<br>".join(lines)) if lines else "-")
         self.budget_box.setVisible(bool(lines))
 

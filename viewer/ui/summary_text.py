@@ -17,7 +17,8 @@ def _html(text: str) -> str:
 
 
 def _b(n: int) -> str:
-    return f"{format_bytes(n)} ({n:,} B)"
+    """"8.3 MiB (8,727,840 B)"; below 1 KiB the figure once ("68 B", never "68 B (68 B)")."""
+    return f"{format_bytes(n)} ({n:,} B)" if abs(n) >= 1024 else format_bytes(n)
 
 
 #: Moved operators listed in the reorder section before "... N more".
@@ -93,20 +94,68 @@ def budget_report(settings, resp: AnalysisResponse, name: str, tiled: tuple[int,
         from viewer.whatif.budget import budget_report as report
 
         arena, label = tiled or (fp.arena_bytes, f"tensor arena ({fp.arena_term.source}: {fp.arena_term.method})")
+        binding = a.widest_op if tiled is None else -1  # tiled: check --tile names none
         rep = report(settings.limit_bytes, arena_bytes=arena,
                      weights_bytes=resp.model.weights_bytes, runtime_bytes=settings.runtime_bytes,
-                     batch=batch, weights_mode=settings.weights_mode, binding_op=a.widest_op,
-                     binding_op_name=a.op_name(a.widest_op) if a.widest_op >= 0 else "",
+                     batch=batch, weights_mode=settings.weights_mode, binding_op=binding,
+                     binding_op_name=a.op_name(binding) if binding >= 0 else "",
                      persistent_bytes=fp.persistent_bytes,
                      other_subgraphs_bytes=fp.other_subgraphs_bytes,
                      arena_label=label)
         if fp.unknowns and rep.fits:
             rep = dataclasses.replace(rep, fits=False, message="cannot tell: " + fp.unknowns[0])
         return _check_largest_batch(rep, getattr(resp, "batch_growth", None), batch)
+    binding = a.widest_op if tiled is None else -1
     return settings.report(
         arena_bytes=tiled[0] if tiled else resp.plans[name].arena_bytes, weights_bytes=resp.model.weights_bytes,
-        batch=batch, binding_op=a.widest_op,
-        binding_op_name=a.op_name(a.widest_op) if a.widest_op >= 0 else "")
+        batch=batch, binding_op=binding, binding_op_name=a.op_name(binding) if binding >= 0 else "")
+
+
+def budget_verdict(settings, resp: AnalysisResponse, name: str, tiled: tuple[int, str] | None = None,
+                   tile_grid: str | None = None) -> tuple[str, bool | None, dict | None]:
+    """The budget's one-line verdict the What-if panel and the Summary both show, its colour
+    (True green, False red, None: nothing to show), and ``check --json``'s budget keys it was
+    read from (:func:`viewer.document.budget_check.window_check`; None under TFLite Micro or
+    without a footprint, where :func:`budget_report` alone answers).
+
+    ``fits`` carries check's qualifiers ("fits (estimated: …)", "fits at batch 1 (dynamic
+    batch)"); "cannot tell: " names check's first unknown; "over budget by" names the binding
+    (widest) operator, except in the tiled execution, where check names none (every stage's
+    arena is resident: no one operator binds) and gives the untiled lower bound instead.
+    """
+    from viewer.document.budget_check import window_check
+    from viewer.whatif.verdict import VERDICT_CANNOT_TELL, VERDICT_FITS
+
+    rep = budget_report(settings, resp, name, tiled)
+    if rep is None:
+        return "", None, None
+    chk = window_check(resp, settings, tiled, tile_grid)
+    binding = (f" (binding operator #{rep.binding_op} {rep.binding_op_name})"
+               if rep.binding_op >= 0 and tiled is None else "")
+    if chk is None:  # TFLM, or no footprint: the report's own words
+        if rep.fits:
+            return f"fits, headroom {format_bytes(rep.headroom_bytes)}", True, None
+        if rep.message.startswith("cannot tell"):
+            return rep.message, False, None
+        return f"over budget by {format_bytes(-rep.headroom_bytes)}{binding}", False, None
+    head = chk["headroom_bytes"]
+    if chk["verdict"] == VERDICT_FITS:
+        return f"{chk['verdict_text']}, headroom {format_bytes(head)}", True, chk
+    if chk["verdict"] == VERDICT_CANNOT_TELL:
+        return "cannot tell: " + chk["unknowns"][0], False, chk
+    est = " (estimated)" if chk["estimated"] else ""
+    return f"over budget by {format_bytes(-head)}{est}{binding}", False, chk
+
+
+def untiled_bound_line(resp: AnalysisResponse) -> str:
+    """``check --tile``'s last line: the untiled model's lower bound (its widest operator's
+    breadth), which no longer binds the tiled execution."""
+    fp = getattr(resp, "footprint", None)
+    a = fp.analysis if fp is not None else resp.analysis
+    inc = fp.temporaries_included if fp is not None else bool(a.temporaries_ops)
+    what = "kernel temporaries included" if inc else "model tensors only"
+    return (f"untiled lower bound (widest operator's breadth, {what}): "
+            f"{a.lower_bound_bytes:,d} B ({format_bytes(a.lower_bound_bytes)})")
 
 
 def _check_largest_batch(rep, growth, batch: int):
