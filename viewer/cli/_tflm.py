@@ -44,10 +44,18 @@ def _model_and_edits(args):
     if getattr(args, "subgraph", 0) != 0:
         raise UsageError(f"{args.model}: --runtime tflm plans the whole model from subgraph 0 "
                          f"(every subgraph in one arena); drop --subgraph {args.subgraph}")
+    from viewer.model.reader import load_model
+    from viewer.whatif.edits import without_noop_storage
+
     edits = edits_from_args(args)
-    prep = prepare(args.model, 0, edits)
+    model = load_model(args.model) if edits is not None and not edits.is_empty() else args.model
+    noop = ""
+    if not isinstance(model, str):  # a storage what-if that changes nothing keeps the measurement
+        edits, noop = without_noop_storage(model, 0, edits)
+    prep = prepare(model, 0, edits)
     edited = edits is not None and not edits.is_empty()
-    return edited_model(prep.model, prep.analysis.subgraph if edited else None), edited, list(prep.notes)
+    notes = ([noop] if noop else []) + list(prep.notes)
+    return edited_model(prep.model, prep.analysis.subgraph if edited else None), edited, notes
 
 
 # --- check ------------------------------------------------------------------------------------

@@ -40,6 +40,7 @@ from viewer.whatif.budget import WEIGHTS_MODES, fixed_bytes
 from viewer.whatif.check_report import (budget_json, dynamic_batch, invoke_qualifier,
                                         other_signatures_unknown, runtime_configuration, verdict_text)
 from viewer.whatif.deployment import with_resource_caches
+from viewer.whatif.edits import without_noop_storage
 from viewer.whatif.footprint import SOURCE_ESTIMATED, SOURCE_MEASURED, Term, footprint, signature_keys
 from viewer.whatif.verdict import (EXIT_CODES, VERDICT_CANNOT_TELL, VERDICT_FITS, batch_growth,
                                    BatchGrowth, budget_terms, largest_batch_answer, margin_unknown,
@@ -157,12 +158,16 @@ def run(args: argparse.Namespace) -> int:
         get_planner(args.planner)  # an unknown name: one line before any work
     overhead_in_probe = runtime is None and args.delegates == "none"
     model = load_model(args.model)
+    edits, noop = without_noop_storage(model, args.subgraph, edits)  # keeps the measurement
+    args._edits = edits
     _ask_ahead_next_batch(args, model, edits, timeout)
     # LiteRT plans its own arena (ArenaPlanner): the verdict counts that one; another planner's
     # layout is a what-if the board would not see (args._whatif, printed beside the verdict).
     fp = footprint(model, args.subgraph, edits, planner=RUNTIME_PLANNER, measure=args.measure,
                    timeout=timeout, time_limit=time_limit,
                    runtime_overhead=overhead_in_probe)
+    if noop:
+        fp = dataclasses.replace(fp, notes=(noop, *fp.notes))
     args._whatif = (None if args.planner == RUNTIME_PLANNER else
                     footprint(model, args.subgraph, edits, planner=args.planner,
                               measure=args.measure, timeout=timeout, time_limit=time_limit))
