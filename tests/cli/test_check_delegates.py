@@ -36,6 +36,8 @@ def test_xnnpack_check_names_every_delegate_term(capsys):
     assert not missing, f"keys the no-delegate report has and the delegate's lacks: {sorted(missing)}"
     t = {x["name"]: x for x in r["terms"]}
     assert "XNNPACK" in r["configuration"] and r["verdict"] == "fits"
+    assert r["dynamic_batch"] == plain["dynamic_batch"] is True  # "fits at batch 1 (dynamic batch)"
+    assert "at batch 1 (dynamic batch)" in r["verdict_text"]
     assert r["delegate"]["kind"] == "xnnpack" and r["delegate"]["delegated_operators"] > 0
     for name in ("tensor arena", "delegate: XNNPACK setup", "runtime overhead"):
         assert t[name]["source"] == "measured" and t[name]["counted"], t[name]
@@ -45,6 +47,11 @@ def test_xnnpack_check_names_every_delegate_term(capsys):
     assert not without["counted"] and without["bytes"] == plain["measured_arena_bytes"]
     assert r["arena_bytes"] < without["bytes"]
     assert r["used_bytes"] == sum(x["bytes"] for x in r["terms"] if x["counted"])
+    assert t["delegate: XNNPACK setup"]["margin_bytes"] > 0 and t["tensor arena"]["margin_bytes"] == 0
+    # a "fits" inside the Pss measurements' stated margin is "cannot tell", as without a delegate
+    rc, out, _ = _run(capsys, p, "--budget", str(r["used_bytes"] + 4096), "--delegates", "default", "--json")
+    near = json.loads(out)
+    assert rc == 3 and any("margin" in u for u in near["unknowns"]), near["unknowns"]
 
 
 @pytest.mark.shared
@@ -84,6 +91,12 @@ def test_delegate_flags_that_conflict_are_refused(capsys, tmp_path):
     rc, _, err = _run(capsys, "m.tflite", "--budget", "8MiB", "--delegates", "default",
                       "--delegate-library", str(tmp_path))
     assert rc == 2 and "give one delegate" in err
+    for extra, said in ((["--runtime", "tflm"], "no delegates"),
+                        (["--signatures", "all"], "--signatures"),
+                        (["--no-measure"], "--no-measure"),
+                        (["--activation-dtype", "float16"], "storage")):
+        rc, _, err = _run(capsys, "m.tflite", "--budget", "8MiB", "--delegates", "default", *extra)
+        assert rc == 2 and said in err and err.count("\n") == 1, err
 
 
 from delegate_library import hold_delegate  # noqa: E402,F401  (the fixture)

@@ -46,6 +46,9 @@ def test_unclamped_terms_are_the_growth_exactly():
     assert [t.name for t in a.terms] == ["tensor arena", "persistent", "delegate: XNNPACK setup",
                                          "runtime overhead"]
     assert a.counted_bytes == 1300 and not a.upper_bound
+    t = {x.name: x for x in a.terms}
+    assert t["tensor arena"].margin == 0 and t["delegate: XNNPACK setup"].margin == 32 << 10
+    assert a.margin_bytes == 2 * (32 << 10)  # the stated minimum on each Pss_Anon term
 
 
 def test_a_library_delegate_leaves_its_device_memory_unknown():

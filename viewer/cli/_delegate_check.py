@@ -23,7 +23,8 @@ from viewer.units import parse_size
 from viewer.whatif.budget import WEIGHTS_MODES
 from viewer.whatif.delegate_terms import DelegateAccount, comparison_term, delegate_account
 from viewer.whatif.footprint import SOURCE_MEASURED, SOURCE_UNKNOWN, Term
-from viewer.whatif.verdict import EXIT_CODES, VERDICT_CANNOT_TELL, VERDICT_FITS, total_bytes, verdict
+from viewer.whatif.verdict import (EXIT_CODES, VERDICT_CANNOT_TELL, VERDICT_FITS, margin_unknown,
+                                   total_bytes, verdict)
 
 
 def add_delegate_args(p: argparse.ArgumentParser) -> None:
@@ -72,10 +73,14 @@ _REFUSED = (
     ("find_resolution", False, "--find-resolution searches without a delegate"),
     ("runtime_overhead", None, "--runtime-overhead: under a delegate every term is measured"),
     ("signature", None, "--signature: the delegate is measured on subgraph 0"),
+    ("signatures", None, "--signatures counts a deployment without a delegate"),
+    ("context_length", None, "--context-length counts a deployment without a delegate"),
 )
 
 
 def _refuse_unsupported(args, edits) -> None:
+    if getattr(args, "runtime", "litert") != "litert":
+        raise UsageError("--runtime tflm has no delegates; drop the delegate flags")
     for attr, default, why in _REFUSED:
         if getattr(args, attr, default) not in (default, [], ()):
             raise UsageError(f"{why}; drop it or the delegate flags")
@@ -133,25 +138,12 @@ def run_delegate_check(args: argparse.Namespace, spec: DelegateSpec) -> int:
     _refuse_unsupported(args, edits)
     model = load_model(args.model)
     fp = footprint(model, 0, edits, planner="litert", measure=True, timeout=args.timeout)
-    unknowns, why, account = list(fp.unknowns), "", None
-    others = ", ".join(f"{g.key} -> subgraph {g.subgraph_index}" for g in model.signatures
-                       if g.subgraph_index != 0)
-    if others:  # as the no-delegate check: each signature's runner has its own arena
-        unknowns.append(f"the model has other signatures ({others}) that this check did not "
-                        "count, each with its own arena (not measured under a delegate here)")
-    try:
-        m = measure_delegate(model.path, spec, input_shapes=_input_shapes(model, edits),
-                             timeout=args.timeout)
-        account = delegate_account(m, model.weights_bytes)
-        unknowns += list(account.unknowns)
-    except DelegateLoadError:
-        raise
-    except RuntimeProbeError as e:
-        why = f"not measured under {spec.name} (see the unknown above)"
-        unknowns.append(f"the model under {spec.name} (CPU arena, the delegate's memory): not "
-                        f"measured ({e})")
+    account, unknowns, why = _measure(model, spec, edits, fp, args.timeout)
     terms = _budget_terms(account, spec, fp, args.weights, why)
     used = total_bytes(terms)
+    within = margin_unknown(terms, used, limit)
+    if within:  # a "fits" the measurement's own margin could turn: not a bare "fits"
+        unknowns.append(within)
     result = verdict(used, limit, unknowns)
     weights_counted = int(fp.weights_bytes) if args.weights == "copied" else 0
     split, args._delegate_largest, per = _batch_answer(args, model, spec, edits, account, limit,
@@ -174,6 +166,28 @@ def run_delegate_check(args: argparse.Namespace, spec: DelegateSpec) -> int:
         print(f"arena-viewer: cannot tell whether {model.path} fits in {_b(limit)} under "
               f"{spec.name}: " + "; ".join(unknowns), file=sys.stderr)
     return EXIT_CODES[result]
+
+
+def _measure(model, spec, edits, fp, timeout: float):
+    """(DelegateAccount or None, the verdict's unknowns, why the terms are unknown or "")."""
+    unknowns, why, account = list(fp.unknowns), "", None
+    others = ", ".join(f"{g.key} -> subgraph {g.subgraph_index}" for g in model.signatures
+                       if g.subgraph_index != 0)
+    if others:  # as the no-delegate check: each signature's runner has its own arena
+        unknowns.append(f"the model has other signatures ({others}) that this check did not "
+                        "count, each with its own arena (not measured under a delegate here)")
+    try:
+        m = measure_delegate(model.path, spec, input_shapes=_input_shapes(model, edits),
+                             timeout=timeout)
+        account = delegate_account(m, model.weights_bytes)
+        unknowns += list(account.unknowns)
+    except DelegateLoadError:
+        raise
+    except RuntimeProbeError as e:
+        why = f"not measured under {spec.name} (see the unknown above)"
+        unknowns.append(f"the model under {spec.name} (CPU arena, the delegate's memory): not "
+                        f"measured ({e})")
+    return account, unknowns, why
 
 
 class _Batches:
@@ -204,7 +218,8 @@ class _Batches:
             self.refused = self.refused or f"the model cannot take batch {k}: {msg}"
             return None
         self.measured[k] = m
-        return delegate_account(m).counted_bytes + self.weights
+        a = delegate_account(m)
+        return a.counted_bytes + a.margin_bytes + self.weights  # fits only with its margin
 
 
 def _batch_answer(args, model, spec, edits, account, limit: int, used: int, weights_counted: int,
@@ -230,14 +245,25 @@ def _batch_answer(args, model, spec, edits, account, limit: int, used: int, weig
     nxt = runs.total_at(b + 1)
     if nxt is None:
         return batch_split(account, b, None, runs.refused), (None, runs.refused), None
-    per = max(0, nxt - used)
-    found = search(runs.total_at, limit, {b: used, b + 1: nxt})
+    per = max(0, nxt - used - account.margin_bytes)
+    found = search(runs.total_at, limit, {b: used + account.margin_bytes, b + 1: nxt})
     top = max(runs.measured)  # the farthest measured batch gives the split's line
     split = batch_split(account, b, runs.measured[top], at=top)
-    reason = found.reason if found.largest is not None or not runs.refused else runs.refused
+    reason = (found.reason.replace("within the limit", "within the limit with its stated margin", 1)
+              if found.largest is not None or not runs.refused else runs.refused)
     if found.largest is not None and runs.refused and found.confirmed and found.totals.get(found.largest + 1) is None:
         reason += f"; {runs.refused}"
     return split, (found.largest, reason), per
+
+
+def _dynamic_batch(model, edits) -> bool:
+    """No --batch given and a graph input's batch is dynamic (-1 first in shape_signature), as
+    the no-delegate check words it."""
+    if edits is not None and edits.batch is not None:
+        return False
+    sg = model.subgraph(0)
+    return any(sg.tensors[t].shape_signature and sg.tensors[t].shape_signature[0] == -1
+               for t in sg.inputs if t >= 0)
 
 
 def _b(n: int) -> str:
@@ -253,13 +279,15 @@ def _report(args, model, fp, spec, account, terms, unknowns, notes, limit, used,
     """``check --json``'s object: the no-delegate report's keys, plus ``delegate``."""
     by = {t.name: t for t in terms}
     arena = by["tensor arena"]
-    text = _WORDS[result] + f" in {_b(limit)} under {spec.name}"
+    dyn = _dynamic_batch(model, getattr(args, "_delegate_edits", None))
+    text = (_WORDS[result] + (" at batch 1 (dynamic batch)" if dyn and result == VERDICT_FITS else "")
+            + f" in {_b(limit)} under {spec.name}")
     m = account.measurement if account else None
     return {
         "model": str(model.path), "runtime": "litert", "subgraph": 0,
         "signatures": [s.key for s in model.signatures if s.subgraph_index == 0],
         "planner": "litert", "verdict": result, "fits": result == VERDICT_FITS,
-        "verdict_text": text, "estimated": False, "dynamic_batch": False,
+        "verdict_text": text, "estimated": False, "dynamic_batch": dyn,
         "configuration": spec.configuration + (": every term measured in one delegated process"
                                                if account else ": not measured"),
         "sized_at_invoke": fp.invoke_sizing.as_dict() if fp.invoke_sizing is not None else None,
@@ -316,7 +344,8 @@ def _print_lines(r: dict, terms, account) -> None:
             lead, name = "    of which ", t.name.split(" setup: ", 1)[-1]
         elif not t.counted:
             name += " (not counted)"
-        out(f"  {lead}{name}: {_b(t.bytes)}  [{t.source}: {t.method}]")
+        margin = f" ±{t.margin:,d} B" if t.margin else ""
+        out(f"  {lead}{name}: {_b(t.bytes)}  [{t.source}{margin}: {t.method}]")
     bound = " (a lower bound: something is unknown)" if r["unknowns"] else ""
     out(f"  = used: {_b(r['used_bytes'])} of {_b(r['limit_bytes'])}{bound}")
     head = r["headroom_bytes"]

@@ -136,13 +136,13 @@ def _other_signatures(model, args) -> str:
 
 
 def run(args: argparse.Namespace) -> int:
+    spec = delegate_spec(args)
+    if spec is not None:  # every term measured under the delegate (viewer/cli/_delegate_check.py)
+        return run_delegate_check(args, spec)
     if deployment_wanted(args):  # several signatures in one interpreter, KV caches counted once
         return run_deployment_check(args)
     if is_tflm(args):
         return run_tflm_check(args)
-    spec = delegate_spec(args)
-    if spec is not None:  # every term measured under the delegate (viewer/cli/_delegate_check.py)
-        return run_delegate_check(args, spec)
     args.weights = args.weights or "copied"
     limit = parse_size(args.budget)
     if limit <= 0:

@@ -25,6 +25,10 @@ The terms add up to the process's measured growth (``total_growth``) unless a su
 would go below 0 (clamped to 0, said on the term: the sum is then an upper bound). A delegate
 loaded from a library may hold device memory (GPU/NPU buffers) that is not in this process's
 anonymous memory: that is an unknown, so such a verdict is never a bare "fits".
+
+:func:`batch_split` splits the setup term along a line through a second measurement at another
+batch (what grows with the batch: workspace; what does not: packed weights, runtime), shown
+beside it and not counted; :mod:`viewer.whatif.delegate_batch` searches the largest batch.
 """
 
 from __future__ import annotations
@@ -70,6 +74,11 @@ class DelegateAccount:
     @property
     def counted_bytes(self) -> int:
         return sum(int(t.bytes) for t in self.terms if t.counted)
+
+    @property
+    def margin_bytes(self) -> int:
+        """The counted terms' stated margins, summed (bytes)."""
+        return sum(int(t.margin) for t in self.terms if t.counted)
 
     def as_dict(self) -> dict:
         """The ``delegate`` object of ``check --json`` (every size in bytes)."""
@@ -128,8 +137,14 @@ def _pss_terms(m: DelegateMeasurement, weights_bytes: int | None) -> tuple[list[
         first_m += ("; the Invoke grew the process by less than the CPU arena (some of its pages "
                     "were touched before, or never): 0 B counted here, the sum is an upper bound")
         first, clamped = 0, True
-    return [Term(f"delegate: {m.spec.name} setup", setup, SOURCE_MEASURED, setup_m),
-            Term("runtime overhead", first, SOURCE_MEASURED, first_m)], clamped
+    from viewer.whatif.verdict import overhead_margin
+
+    # Pss_Anon growths carry the runtime overhead's stated margin (two processes with another
+    # history measure up to 9% apart): a verdict inside it is "cannot tell" (margin_unknown).
+    return [Term(f"delegate: {m.spec.name} setup", setup, SOURCE_MEASURED, setup_m,
+                 margin=overhead_margin(max(0, int(m.setup_growth)))),
+            Term("runtime overhead", first, SOURCE_MEASURED, first_m,
+                 margin=overhead_margin(max(0, int(m.invoke_growth))))], clamped
 
 
 def delegate_account(m: DelegateMeasurement, weights_bytes: int | None = None) -> DelegateAccount:
