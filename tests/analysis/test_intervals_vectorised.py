@@ -101,6 +101,17 @@ def _random_graph(seed: int) -> Subgraph:
     return Subgraph(0, "main", tensors, ops, ins, outs)
 
 
+def test_the_allocation_queue_made_on_first_use_is_a_plain_tuple_once_pickled():
+    import pickle
+
+    sg = _random_graph(11)
+    got, want = analyze(sg), reference.analyze(sg)
+    assert len(got.alloc_queue) == len(want.alloc_queue) and bool(got.alloc_queue)
+    copy = pickle.loads(pickle.dumps(got.alloc_queue))
+    assert type(copy) is tuple and copy == want.alloc_queue == got.alloc_queue
+    assert got.alloc_queue[0] == want.alloc_queue[0] and list(got.alloc_queue) == list(want.alloc_queue)
+
+
 def test_seeded_random_graphs_analyse_as_before():
     for seed in range(600):
         sg = _random_graph(seed)

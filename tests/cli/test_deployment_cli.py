@@ -76,3 +76,19 @@ def test_context_length_on_a_model_without_caches(tmp_path, capsys):
     p = write(tmp_path, "chain.tflite", add_chain(2))
     rc, _, err = run_cli(capsys, "check", p, "--budget", "4MiB", "--context-length", "10")
     assert rc == 2 and ("the model has no signatures" in err or "keeps no KV cache" in err)
+
+
+@pytest.mark.parametrize("hook, words", [("segv", "crashed (SIGSEGV)"), ("raise", "simulated runtime failure")])
+def test_runtime_failure_is_cannot_tell_in_one_line(resource, capsys, monkeypatch, hook, words):
+    monkeypatch.setenv("ARENA_VIEWER_CHILD_HOOK", hook)
+    rc, out, err = run_cli(capsys, "check", resource, "--budget", "4MiB", "--signatures", "all")
+    assert rc == 3 and words in err and len(err.strip().splitlines()) == 1
+    assert "planned: planner litert" in out  # the arenas fall back to our plan, said on each term
+
+
+def test_model_without_signatures(tmp_path, capsys):
+    from tests.tflite_builder import add_chain, write
+
+    p = write(tmp_path, "chain.tflite", add_chain(2))
+    rc, _, err = run_cli(capsys, "check", p, "--budget", "4MiB", "--signatures", "all")
+    assert rc == 2 and "has no signatures" in err and len(err.strip().splitlines()) == 1

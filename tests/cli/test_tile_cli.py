@@ -144,3 +144,17 @@ def test_tile_output_refuses_to_replace_files_without_force(tmp_path, capsys):
     assert (out / "tiling.json").read_text() == "precious"
     assert main(argv + ["--force"]) == 0
     assert (out / "tiling.json").read_text() != "precious"
+
+
+def test_the_search_shows_progress_on_stderr_and_keeps_stdout_the_report(capsys):
+    """newuser3 #14: `tile --grid auto --split-after auto` printed nothing for 88 s."""
+    from pathlib import Path
+
+    demo = Path(__file__).resolve().parents[2] / "viewer" / "resources" / "demo_unet.tflite"
+    code = main(["tile", str(demo), "--json"])
+    out, err = capsys.readouterr()
+    assert code == 0 and json.loads(out)["candidates"]  # stdout is the report alone
+    lines = err.splitlines()
+    assert lines[0].startswith("tile: trying ") and lines[0].endswith("(grid, split after) pairs ...")
+    total = int(lines[0].split()[2])
+    assert lines[-1] == f"tile: {total}/{total} pairs tried"

@@ -136,7 +136,11 @@ def test_predicted_total_says_when_the_overhead_is_left_out(tmp_path, capsys, mo
     _support()
     from viewer.cli import _cgroup
     from viewer.runtime import overhead
+    from viewer.whatif import footprint as fp_module
 
+    real = fp_module.footprint
+    monkeypatch.setattr(fp_module, "footprint",  # the probe does not measure it either
+                        lambda *a, **k: real(*a, **{**k, "runtime_overhead": False}))
     monkeypatch.setattr(overhead, "measure_overhead",
                         lambda path, resolver="builtin", timeout=120.0:
                         overhead.OverheadMeasurement(resolver, None, "simulated: not readable"))

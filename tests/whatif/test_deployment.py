@@ -155,3 +155,41 @@ def test_cache_tensors_in_each_arena_are_litert_addresses(tmp_path, style, copie
     for sig in d["signatures"]:
         seen = {a: n for name, (a, n) in truth[sig["key"]].items() if "cache" in name and "handle" not in name}
         assert sig["kv_cache_tensors_in_arena_bytes"] == sum(seen.values()) == copies
+
+
+def test_single_signature_check_counts_the_resource_caches(tmp_path, capsys):
+    """``check --signature decode``: the caches' storage is in no arena (measured: the heap
+    grows by their bytes over the first invoke), so the one-signature verdict counts it too."""
+    from viewer.cli import main
+
+    m = _write(tmp_path, "resource")
+    rc = main(["check", m.path, "--budget", "4MiB", "--signature", "decode", "--json", "--runtime-overhead", "0"])
+    import json
+
+    d = json.loads(capsys.readouterr().out)
+    kv = [t for t in d["terms"] if t["name"].startswith("KV cache")]
+    assert len(kv) == 1 and kv[0]["bytes"] == cache_bytes() and kv[0]["source"] == "estimated"
+    assert d["used_bytes"] == sum(t["bytes"] for t in d["terms"] if t["counted"]) and rc in (0, 3)
+
+
+def test_context_axis_is_the_updated_one_when_the_head_dimension_is_larger(tmp_path):
+    # hidden 96 > context 48: the largest-dimension rule would pick the hidden axis; the caches'
+    # DYNAMIC_UPDATE_SLICE writes [1, T, 96] slices into [1, 48, 96]: axis 1 is the positions.
+    m = _write(tmp_path, "external", context=48, hidden=96)
+    ax = context_axis(m)
+    assert (ax.length, ax.axis, ax.rule) == (48, 1, "update")
+    assert "DYNAMIC_UPDATE_SLICE" in ax.describe()
+
+
+def test_planned_arena_of_the_resource_decoder_is_litert_s(tmp_path, capsys):
+    """READ_VARIABLE's ranked outputs are arena tensors (read_variable.cc): with LiteRT's kernel
+    temporaries, our litert plan of prefill is the runtime's own arena, byte for byte (it was
+    4.5 KiB short while they were taken for dynamic)."""
+    import json
+
+    from viewer.cli import main
+
+    m = _write(tmp_path, "resource")
+    assert main(["plan", m.path, "--planner", "litert", "--measure", "--json"]) == 0
+    plans = json.loads(capsys.readouterr().out)["plans"]
+    assert plans["litert"]["arena_bytes"] == plans["litert_measured"]["arena_bytes"] == 18496

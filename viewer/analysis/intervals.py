@@ -35,7 +35,15 @@ from typing import Iterable
 
 import numpy as np
 
-from viewer.analysis._graph_arrays import consumer_lists, edges, first_occurrences, first_writer, mask, no_gc
+from viewer.analysis._graph_arrays import (
+    LazyTuple,
+    consumer_lists,
+    edges,
+    first_occurrences,
+    first_writer,
+    mask,
+    no_gc,
+)
 from viewer.analysis.problem import Buffer
 from viewer.analysis.types import (
     KIND_ALIAS,
@@ -354,39 +362,44 @@ def _arena_usages(f: _TensorFacts, arena, shared_mask, root_of, dealloc, last_in
     ]
 
 
-def _alloc_queue(f: _TensorFacts, dealloc, last_index: int, m: int, temp_list) -> tuple:
+def _alloc_queue(f: _TensorFacts, dealloc, last_index: int, m: int, temp_list) -> LazyTuple:
     """LiteRT's ``nodes_to_tensors_``: node 0 queues variables then graph inputs; every node its
     outputs, once per (node, tensor) (``ExecuteAllocations`` adds its temporaries after them).
 
     Each entry is a Buffer (alloc node, dealloc node, bytes, never freed); bytes are 0 for a
-    tensor the arena does not sort (outside it, empty, or a dropped WHILE output).
+    tensor the arena does not sort (outside it, empty, or a dropped WHILE output). The order is
+    decided here; the ``m`` tuples of Buffers are made on first use (:class:`LazyTuple`).
     """
     nb = f.nbytes
     positive = np.fromiter((x > 0 for x in nb), bool, f.n_t)
     sortable = ((f.where == _W_ARENA) & positive & ~f.dropped) | (f.where == _W_PERSISTENT)
     never = dealloc < 0
     last = np.where(never, last_index, dealloc)
-
-    def entries(ts: np.ndarray, nodes) -> list[Buffer]:
-        sizes = [nb[t] if s else 0 for t, s in zip(ts.tolist(), sortable[ts].tolist())]
-        return list(map(Buffer, ts.tolist(), nodes, last[ts].tolist(), sizes, never[ts].tolist()))
-
     first_at_0 = np.fromiter(dict.fromkeys([*np.flatnonzero(f.var).tolist(), *f.gi_list]), np.int64)
-    queue: list[list[Buffer]] = [[] for _ in range(m)]
-    queue[0] = entries(first_at_0, [0] * len(first_at_0))
     init = mask(f.n_t, first_at_0)
     out_t, out_op = f.out.tensor, f.out.op
     firsts = first_occurrences(out_op * max(f.n_t, 1) + out_t)  # each (node, tensor) once
     firsts.sort()
     firsts = firsts[~((out_op[firsts] == 0) & init[out_t[firsts]])]
     order = firsts[np.argsort(out_op[firsts], kind="stable")]
-    ts = out_t[order]
-    for op, b in zip(out_op[order].tolist(), entries(ts, np.where(init, 0, f.producer)[ts].tolist())):
-        queue[op].append(b)
-    for tmp in temp_list:
-        if 0 <= tmp.op < m:
+    ts, ops = out_t[order], out_op[order]
+    nodes = np.where(init, 0, f.producer)[ts]
+    temps = [tmp for tmp in temp_list if 0 <= tmp.op < m]
+
+    def entries(ts: np.ndarray, nodes) -> list[Buffer]:
+        sizes = [nb[t] if s else 0 for t, s in zip(ts.tolist(), sortable[ts].tolist())]
+        return list(map(Buffer, ts.tolist(), nodes, last[ts].tolist(), sizes, never[ts].tolist()))
+
+    def build():
+        queue: list[list[Buffer]] = [[] for _ in range(m)]
+        queue[0] = entries(first_at_0, [0] * len(first_at_0))
+        for op, b in zip(ops.tolist(), entries(ts, nodes.tolist())):
+            queue[op].append(b)
+        for tmp in temps:
             queue[tmp.op].append(Buffer(tmp.id, tmp.op, tmp.op, tmp.nbytes))
-    return tuple(tuple(q) for q in queue)
+        return (tuple(q) for q in queue)
+
+    return LazyTuple(m, build)
 
 
 def _persistent_ro_outputs(subgraph: Subgraph) -> set[int]:

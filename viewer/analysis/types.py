@@ -111,9 +111,11 @@ class Analysis:
         ``breadth.max()``: no plan can be smaller.
     widest_op : int
         First operator whose breadth equals the lower bound; -1 when there are no operators.
-    alloc_queue : tuple of tuple of Buffer
+    alloc_queue : sequence of tuple of Buffer
         LiteRT's per-operator allocation queue (``nodes_to_tensors_``), passed on to
-        :class:`PlanningProblem` for the ``litert`` planner's tie order; may be empty.
+        :class:`PlanningProblem` for the ``litert`` planner's tie order; may be empty. From
+        :func:`~viewer.analysis.intervals.analyze` a tuple made on first use (equal to, and
+        pickled as, a plain tuple).
     kernel_sized : tuple of int
         Arena tensors whose size comes from a rank-0 placeholder shape in the file while their
         kernel sizes them at prepare time (custom operators such as

@@ -72,7 +72,8 @@ def predicted_total(model_path: str, weights: str, runtime_bytes: int | None, ti
     from viewer.whatif.verdict import budget_terms, total_bytes
 
     model = load_model(model_path)
-    fp = footprint(model, 0, None, measure=True, timeout=timeout)
+    fp = footprint(model, 0, None, measure=True, timeout=timeout,
+                   runtime_overhead=runtime_bytes is None)  # as check: in the probe's process
     args = SimpleNamespace(measure=True, delegates="none", tile=None)
     overhead, unknown = _overhead(args, model, fp, None, runtime_bytes, timeout)
     term_list = budget_terms(fp, weights_mode=weights, overhead=overhead)
@@ -187,10 +188,15 @@ def _print(r: dict) -> None:
     w(f"  process baseline (no model)    {_b(r['process_baseline_bytes'])}   "
       f"(Python + numpy + LiteRT; VmHWM {_b(r['process_baseline_vmhwm_bytes'])})\n")
     given = r["predicted_terms"]["runtime_source"] != "measured"
-    w(f"  remainder                      {_b(r['remainder_bytes'])}   (in neither: "
-      + ("the interpreter's own state (runtime overhead not measured), " if given else "")
-      + "the child's inputs and modules, the page cache the run needs at the limit, the 1 MiB "
-      "bisection step)\n")
+    rest = r["remainder_bytes"]
+    why = ("(negative: check's total and the baseline hold more than the process needed at the "
+           "limit, so check's total is above this machine's by up to that much, within the 1 MiB "
+           "bisection step and the baseline's reclaimable page cache)" if rest is not None and rest < 0
+           else "(in neither: "
+           + ("the interpreter's own state (runtime overhead not measured), " if given else "")
+           + "the child's inputs and modules, the page cache the run needs at the limit, the 1 MiB "
+           "bisection step)")
+    w(f"  remainder                      {_b(rest)}   {why}\n")
     for run in r["runs_made"]:
         if run["limit_bytes"] in (r["smallest_surviving_limit_bytes"], fail):
             ev = ", ".join(f"{k} {v}" for k, v in run["events"].items() if v) or "none"

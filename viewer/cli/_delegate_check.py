@@ -256,38 +256,28 @@ def _batch_answer(args, model, spec, edits, account, limit: int, used: int, weig
     return split, (found.largest, reason), per
 
 
-def _dynamic_batch(model, edits) -> bool:
-    """No --batch given and a graph input's batch is dynamic (-1 first in shape_signature), as
-    the no-delegate check words it."""
-    if edits is not None and edits.batch is not None:
-        return False
-    sg = model.subgraph(0)
-    return any(sg.tensors[t].shape_signature and sg.tensors[t].shape_signature[0] == -1
-               for t in sg.inputs if t >= 0)
-
-
 def _b(n: int) -> str:
     from viewer.units import format_bytes
 
     return f"{n:,d} B" + (f" ({format_bytes(n)})" if abs(n) >= 1024 else "")
 
 
-_WORDS = {VERDICT_FITS: "fits", "does_not_fit": "DOES NOT FIT", VERDICT_CANNOT_TELL: "CANNOT TELL whether it fits"}
-
-
 def _report(args, model, fp, spec, account, terms, unknowns, notes, limit, used, result) -> dict:
     """``check --json``'s object: the no-delegate report's keys, plus ``delegate``."""
     by = {t.name: t for t in terms}
     arena = by["tensor arena"]
-    dyn = _dynamic_batch(model, getattr(args, "_delegate_edits", None))
-    text = (_WORDS[result] + (" at batch 1 (dynamic batch)" if dyn and result == VERDICT_FITS else "")
+    from viewer.whatif.check_report import dynamic_batch, invoke_qualifier, verdict_text
+
+    dyn = dynamic_batch(model, 0, getattr(args, "_delegate_edits", None))
+    text = (verdict_text(result, terms, dynamic=dyn) + invoke_qualifier(fp, result, used, limit)
             + f" in {_b(limit)} under {spec.name}")
     m = account.measurement if account else None
     return {
         "model": str(model.path), "runtime": "litert", "subgraph": 0,
         "signatures": [s.key for s in model.signatures if s.subgraph_index == 0],
-        "planner": "litert", "verdict": result, "fits": result == VERDICT_FITS,
-        "verdict_text": text, "estimated": False, "dynamic_batch": dyn,
+        "planner": "litert",
+        "delegates": "default" if spec.kind == "xnnpack" else (spec.library or spec.kind),
+        "verdict": result, "fits": result == VERDICT_FITS, "verdict_text": text, "estimated": False, "dynamic_batch": dyn,
         "configuration": spec.configuration + (": every term measured in one delegated process"
                                                if account else ": not measured"),
         "sized_at_invoke": fp.invoke_sizing.as_dict() if fp.invoke_sizing is not None else None,

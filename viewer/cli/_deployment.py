@@ -59,7 +59,9 @@ _UNSUPPORTED = (("signature", None, "--signature KEY"), ("subgraph", 0, "--subgr
                 ("activation_dtype", None, "--activation-dtype"), ("tensor_dtype", [], "--tensor-dtype"),
                 ("rescale_fixed_sizes", False, "--rescale-fixed-sizes"), ("tile", None, "--tile"),
                 ("find_resolution", False, "--find-resolution"), ("runtime", "litert", "--runtime tflm"),
-                ("delegates", "none", "--delegates default"), ("export_csv", None, "--export-csv"))
+                ("delegates", "none", "--delegates default"), ("export_csv", None, "--export-csv"),
+                ("delegate_library", None, "--delegate-library"), ("delegate_option", [], "--delegate-option"),
+                ("time_limit", None, "--time-limit"))
 
 
 def _refuse_unsupported(args) -> None:

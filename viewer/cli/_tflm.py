@@ -44,10 +44,18 @@ def _model_and_edits(args):
     if getattr(args, "subgraph", 0) != 0:
         raise UsageError(f"{args.model}: --runtime tflm plans the whole model from subgraph 0 "
                          f"(every subgraph in one arena); drop --subgraph {args.subgraph}")
+    from viewer.model.reader import load_model
+    from viewer.whatif.edits import without_noop_storage
+
     edits = edits_from_args(args)
-    prep = prepare(args.model, 0, edits)
+    model = load_model(args.model) if edits is not None and not edits.is_empty() else args.model
+    noop = ""
+    if not isinstance(model, str):  # a storage what-if that changes nothing keeps the measurement
+        edits, noop = without_noop_storage(model, 0, edits)
+    prep = prepare(model, 0, edits)
     edited = edits is not None and not edits.is_empty()
-    return edited_model(prep.model, prep.analysis.subgraph if edited else None), edited, list(prep.notes)
+    notes = ([noop] if noop else []) + list(prep.notes)
+    return edited_model(prep.model, prep.analysis.subgraph if edited else None), edited, notes
 
 
 # --- check ------------------------------------------------------------------------------------
@@ -85,7 +93,8 @@ def run_check(args) -> int:
     code = 0 if fits else (1 if used is not None or lower > limit else 3)
     terms = arena_terms(fp)
     report = {
-        "model": str(args.model), "runtime": "tflm", "planner": fp.planner, "fits": fits,
+        "model": str(args.model), "runtime": "tflm", "delegates": "none", "planner": fp.planner,
+        "fits": fits,
         "verdict": ("fits", "does_not_fit", "", "cannot_tell")[code], "verdict_text": verdict,
         "limit_bytes": limit, "measured": fp.measured,
         "head_bytes": fp.head_bytes, "tail_bytes": fp.tail_bytes,
@@ -202,6 +211,7 @@ def _litert_keys(args, model, fp, report: dict, limit: int) -> dict:
         "widest_op": fp.analysis.widest_op if fp.analysis is not None else -1,
         "whatif_planner": None,
         "runtime": "tflm",
+        "delegates": "none",
         "limit_bytes": limit,
     }
 

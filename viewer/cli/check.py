@@ -32,13 +32,15 @@ from viewer.cli._tile_check import add_tile_arg, apply_tile
 from viewer.cli._deployment import add_deployment_args, run_check as run_deployment_check, wanted as deployment_wanted
 from viewer.cli._tflm import add_runtime_arg, is_tflm, run_check as run_tflm_check
 from viewer.cli._edits import add_edit_args, edit_notes, edits_from_args
-from viewer.errors import UsageError
+from viewer.errors import UsageError, ViewerError
 from viewer.model.reader import load_model
 from viewer.planning.registry import get_planner
 from viewer.units import SIZE_SYNTAX, format_bytes, parse_size
 from viewer.whatif.budget import WEIGHTS_MODES, fixed_bytes
 from viewer.whatif.check_report import (budget_json, dynamic_batch, invoke_qualifier,
                                         other_signatures_unknown, runtime_configuration, verdict_text)
+from viewer.whatif.deployment import with_resource_caches
+from viewer.whatif.edits import without_noop_storage
 from viewer.whatif.footprint import SOURCE_ESTIMATED, SOURCE_MEASURED, Term, footprint, signature_keys
 from viewer.whatif.verdict import (EXIT_CODES, VERDICT_CANNOT_TELL, VERDICT_FITS, batch_growth,
                                    BatchGrowth, budget_terms, largest_batch_answer, margin_unknown,
@@ -156,12 +158,16 @@ def run(args: argparse.Namespace) -> int:
         get_planner(args.planner)  # an unknown name: one line before any work
     overhead_in_probe = runtime is None and args.delegates == "none"
     model = load_model(args.model)
+    edits, noop = without_noop_storage(model, args.subgraph, edits)  # keeps the measurement
+    args._edits = edits
     _ask_ahead_next_batch(args, model, edits, timeout)
     # LiteRT plans its own arena (ArenaPlanner): the verdict counts that one; another planner's
     # layout is a what-if the board would not see (args._whatif, printed beside the verdict).
     fp = footprint(model, args.subgraph, edits, planner=RUNTIME_PLANNER, measure=args.measure,
                    timeout=timeout, time_limit=time_limit,
                    runtime_overhead=overhead_in_probe)
+    if noop:
+        fp = dataclasses.replace(fp, notes=(noop, *fp.notes))
     args._whatif = (None if args.planner == RUNTIME_PLANNER else
                     footprint(model, args.subgraph, edits, planner=args.planner,
                               measure=args.measure, timeout=timeout, time_limit=time_limit))
@@ -169,6 +175,7 @@ def run(args: argparse.Namespace) -> int:
     overhead, overhead_unknown = _overhead(args, model, fp, edits, runtime, timeout)
     runtime = overhead.bytes
     terms = budget_terms(fp, weights_mode=args.weights, overhead=overhead)
+    terms = with_resource_caches(terms, model, args.subgraph)  # KV-cache storage: in no arena
     tiled, _, counted, args._tile = apply_tile(args, fp.arena_bytes, fp.arena_term.method,
                                                fp.arena_term.method)
     if args._tile is not None:  # the tiled execution's peak replaces the arena term
@@ -203,7 +210,8 @@ def run(args: argparse.Namespace) -> int:
     rep = _Report(limit, used, batch, result, terms, best_batch, growth)
     args._whatif_used = None
     if args._whatif is not None:
-        wterms = budget_terms(args._whatif, weights_mode=args.weights, overhead=overhead)
+        wterms = with_resource_caches(budget_terms(args._whatif, weights_mode=args.weights, overhead=overhead),
+                                      model, args.subgraph)
         args._whatif_used = total_bytes(wterms)
     if args.json:
         _print_json(args, model, fp, rep, found)
@@ -235,6 +243,16 @@ def _ask_ahead_next_batch(args, model, edits, timeout: float) -> None:
         prefetch_totals(model.path, shapes, timeout)
 
 
+#: JSON ``delegates`` of the no-delegate check: LiteRT with BUILTIN_WITHOUT_DEFAULT_DELEGATES.
+DELEGATES_NONE = "none"
+
+
+def _delegates_headline(args) -> str:  # noqa: ARG001 - one configuration here
+    """What the headline says of the delegates measured: this check (the project's oracle)
+    runs LiteRT with XNNPACK off, which a stock interpreter does not (newuser3 #19)."""
+    return " (XNNPACK off; a stock interpreter: --delegates default)"
+
+
 def configuration(args, fp) -> str:
     """The runtime configuration the verdict's figures are for, as the verdict line names it."""
     return runtime_configuration(fp.measured, delegates=args.delegates,
@@ -245,7 +263,11 @@ def _overhead(args, model, fp, edits, given: int | None, timeout: float) -> tupl
     """(the runtime overhead term, "" or the unknown it leaves): given, else measured in the
     batch-1 probe's own process when it ran at the file's shapes (``footprint(...,
     runtime_overhead=True)``), else in a fresh LiteRT process of its own
-    (:func:`viewer.runtime.overhead.measure_overhead`): the same definition either way."""
+    (:func:`viewer.runtime.overhead.measure_overhead`): the same definition either way.
+
+    For a what-if (or a tiled execution) the growth is measured at the file's shapes and types,
+    so it is less the *file's* own terms (:func:`_file_footprint`), and that term is carried to
+    the what-if unchanged, "estimated" (:func:`viewer.whatif.verdict.overhead_term`)."""
     from viewer.runtime.overhead import measure_overhead
     from viewer.whatif.footprint import SOURCE_GIVEN, SOURCE_UNKNOWN
     from viewer.whatif.verdict import overhead_term
@@ -256,18 +278,35 @@ def _overhead(args, model, fp, edits, given: int | None, timeout: float) -> tupl
         "not measured (the runtime did not load the model)"
     if fp.measured:
         resolver = "default" if args.delegates == "default" else "builtin"
-        shifted = (edits is not None and not edits.is_empty()) or getattr(args, "tile", None)
-        grown = getattr(fp.probe, "overhead_grown_bytes", None) if resolver == "builtin" else None
-        if grown is not None:
-            return overhead_term(fp, grown, resolver, at_file_shapes=bool(shifted),
-                                 where="in the probe's own fresh process"), ""
-        m = measure_overhead(model.path, resolver, timeout)
-        if m.grown_bytes is not None:
-            return overhead_term(fp, m.grown_bytes, resolver, at_file_shapes=bool(shifted)), ""
-        why = f"not measured ({m.error})"
+        edited = edits is not None and not edits.is_empty()
+        shifted = edited or bool(getattr(args, "tile", None))
+        base = _file_footprint(model, args.subgraph, timeout, resolver) if edited else fp
+        if base is None or not base.measured:
+            why = "not measured (the runtime did not run the file as stored)"
+        else:
+            grown = getattr(base.probe, "overhead_grown_bytes", None) if resolver == "builtin" else None
+            if grown is not None:
+                return overhead_term(fp, grown, resolver, at_file_shapes=shifted, file_fp=base,
+                                     where="in the probe's own fresh process"), ""
+            m = measure_overhead(model.path, resolver, timeout)
+            if m.grown_bytes is not None:
+                return overhead_term(fp, m.grown_bytes, resolver, at_file_shapes=shifted,
+                                     file_fp=base), ""
+            why = f"not measured ({m.error})"
     return (Term("runtime overhead", 0, SOURCE_UNKNOWN, why + "; 0 B counted"),
             f"runtime overhead (interpreter and kernel state beyond the arena): {why}; "
             "give --runtime-overhead SIZE")
+
+
+def _file_footprint(model, subgraph: int, timeout: float, resolver: str):
+    """The footprint of the file as stored (no what-if), measured by LiteRT, with the runtime
+    overhead metered in the probe's own process where it can be (subgraph 0, builtin
+    resolver); None when the runtime does not run it."""
+    try:
+        return footprint(model, subgraph, None, planner=RUNTIME_PLANNER, measure=True,
+                         timeout=timeout, detail=False, runtime_overhead=resolver == "builtin")
+    except ViewerError:  # the stored file's own footprint fails: the overhead is then unknown
+        return None
 
 
 @dataclasses.dataclass(frozen=True)
@@ -381,7 +420,7 @@ def _print_lines(args, model, fp, rep, found) -> None:
     sigs = signature_keys(model, args.subgraph)
     where = f"subgraph {args.subgraph}" + (f" (signature {', '.join(sigs)})" if sigs else "")
     out(f"{model.path} {where}: {_verdict_text(args, model, rep)}{_invoke_qualifier(fp, rep)} in "
-        f"{_b(rep.limit)} with planner {fp.planner}")
+        f"{_b(rep.limit)} with planner {fp.planner}{_delegates_headline(args)}")
     out(f"  configuration: {configuration(args, fp)}")
     out(f"  counted: {rep.terms[0].source}: {rep.terms[0].method}")
     for u in fp.unknowns:
@@ -457,6 +496,7 @@ def _print_json(args, model, fp, rep, found) -> None:
         "subgraph": args.subgraph,
         "signatures": list(signature_keys(model, args.subgraph)),
         "planner": fp.planner,
+        "delegates": DELEGATES_NONE,
         **budget_json(fp, rep.terms, limit=rep.limit, used=rep.used, verdict=rep.verdict,
                       text=_verdict_text(args, model, rep) + _invoke_qualifier(fp, rep),
                       dynamic=_dynamic_batch(args, model), configuration=configuration(args, fp),

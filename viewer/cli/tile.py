@@ -81,8 +81,10 @@ def run(args: argparse.Namespace) -> int:
         if not args.split_after.strip().isdigit():
             raise UsageError(f"--split-after {args.split_after}: expected an operator index or auto")
         split = int(args.split_after)
+    tell = _Progress()
     rep = tile_report(args.model, grid=grid, split=split, input_mode=args.input_mode,
-                      out_dir=args.output, measure=args.measure, subgraph=args.subgraph)
+                      out_dir=args.output, measure=args.measure, subgraph=args.subgraph,
+                      progress=tell.step, stage=tell.stage)
     if args.json:
         json.dump(rep, sys.stdout, indent=1)
         sys.stdout.write("\n")
@@ -92,6 +94,33 @@ def run(args: argparse.Namespace) -> int:
     if v is not None and not (v["arenas_equal"] and v["cut_equal"] and v["outputs_equal"]):
         return 1
     return 0
+
+
+class _Progress:
+    """Progress on stderr while the search runs (a search over every grid and split took 88 s
+    in silence): a line when the search starts, then at each eighth of the (grid, split) pairs
+    and at most every 2 s, then one per later stage. Stdout keeps only the report."""
+
+    def __init__(self):
+        import time
+
+        self._clock = time.monotonic
+        self._last = self._clock()
+        self._shown = 0
+
+    def step(self, done: int, total: int) -> None:
+        if total <= 1:
+            return
+        if self._shown == 0:
+            print(f"tile: trying {total} (grid, split after) pairs ...", file=sys.stderr, flush=True)
+        now, eighth = self._clock(), done * 8 // total
+        if done == total or (eighth > self._shown and now - self._last >= 2.0):
+            print(f"tile: {done}/{total} pairs tried", file=sys.stderr, flush=True)
+            self._last = now
+        self._shown = max(self._shown, eighth, 1)
+
+    def stage(self, text: str) -> None:
+        print(f"tile: {text} ...", file=sys.stderr, flush=True)
 
 
 def _b(n) -> str:

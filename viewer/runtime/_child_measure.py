@@ -163,7 +163,7 @@ def _trim() -> bool:
 
     try:
         ctypes.CDLL(None).malloc_trim(0)
-    except (OSError, AttributeError):
+    except (OSError, AttributeError, TypeError):  # no glibc (musl, macOS; Windows: no CDLL(None))
         return False
     return True
 

@@ -128,6 +128,9 @@ def measure(path: str, keys: list[str] | None, input_shapes: dict, rounds: int,
     h0 = heap() if heap else None
     interp = Interpreter(model_path=path,
                          experimental_op_resolver_type=OpResolverType.BUILTIN_WITHOUT_DEFAULT_DELEGATES)
+    from viewer.runtime._child import _hook  # tests: ARENA_VIEWER_CHILD_HOOK=segv|kill|hang|raise
+
+    _hook("loaded")
     ctxs = _contexts(interp)
     sigs = interp._get_full_signature_list()
     keys = list(sigs) if keys is None else keys

@@ -164,8 +164,14 @@ def measure_signatures(path: str, keys: Sequence[str] | None = None, *,
     except OSError as e:
         return DeploymentProbe(False, f"{path}: could not start the LiteRT process: {e}")
     if proc.returncode < 0:
-        return DeploymentProbe(False, f"{path}: the LiteRT runtime crashed (signal {-proc.returncode}) "
-                                      "while running every signature")
+        import signal
+
+        try:
+            name = signal.Signals(-proc.returncode).name
+        except ValueError:
+            name = f"signal {-proc.returncode}"
+        return DeploymentProbe(False, f"{path}: the LiteRT runtime crashed ({name}) while running "
+                                      "every signature")
     try:
         raw = json.loads(proc.stdout.decode("utf-8", "replace").strip().splitlines()[-1])
     except (ValueError, IndexError):

@@ -4,9 +4,11 @@ The context length is the size of the caches' sequence dimension. It is found an
 these stated rules:
 
 - **which dimension**: among the dimensions every KV cache (:func:`viewer.analysis.kv_cache.
-  find_kv_caches`) has at the same axis (the batch, axis 0, excepted), the largest (caches are
-  laid out ``[batch, positions, heads, head_dim]`` or ``[batch, heads, positions, head_dim]``,
-  and the positions are the largest); its size is the stored context length C;
+  find_kv_caches`) has at the same axis (the batch, axis 0, excepted), the one along which a
+  ``DYNAMIC_UPDATE_SLICE`` writes a shorter slice into the cache (the new positions), when
+  exactly one such axis is common to every cache so updated; else the largest (caches are laid
+  out ``[batch, positions, heads, head_dim]`` or ``[batch, heads, positions, head_dim]``); its
+  size is the stored context length C;
 - **what follows from it**: in a copy of the model, every dimension equal to C of every
   non-constant tensor (the caches, the attention scores and mask ``[.., T, C]``, the
   ``READ_VARIABLE`` outputs) becomes N, in ``shape`` and ``shape_signature``, and so does every
@@ -47,10 +49,35 @@ class ContextAxis:
     length: int
     axis: int
     caches: tuple[str, ...]
+    rule: str = "largest"
 
     def describe(self) -> str:
-        return (f"context length {self.length} (axis {self.axis} of every KV cache, their largest "
-                "common dimension)")
+        how = ("the axis DYNAMIC_UPDATE_SLICE writes a shorter slice of" if self.rule == "update" else
+               "their largest common dimension")
+        return f"context length {self.length} (axis {self.axis} of every KV cache, {how})"
+
+
+def _update_axes(model: Model, caches) -> set[int] | None:
+    """Axes along which a ``DYNAMIC_UPDATE_SLICE`` writes a shorter slice into a cache (its
+    operand 0 one of the cache's tensors), intersected over every cache that has one; None
+    when no cache is updated so."""
+    where = {(g, t): c for c in caches for g, t in c.tensors}
+    found: dict[str, set[int]] = {}
+    for sg in model.subgraphs:
+        for op in sg.operators:
+            if op.op_name != "DYNAMIC_UPDATE_SLICE" or len(op.inputs) < 2:
+                continue
+            c = where.get((sg.index, op.inputs[0]))
+            if c is None or not 0 <= op.inputs[1] < len(sg.tensors):
+                continue
+            upd = sg.tensors[op.inputs[1]].shape
+            if len(upd) != len(c.shape):
+                continue
+            axes = {a for a in range(1, len(upd)) if upd[a] < c.shape[a]}
+            found[c.name] = found.get(c.name, axes) & axes
+    if not found:
+        return None
+    return set.intersection(*found.values())
 
 
 def context_axis(model: Model, caches: tuple[KVCache, ...] | None = None) -> ContextAxis:
@@ -76,8 +103,13 @@ def context_axis(model: Model, caches: tuple[KVCache, ...] | None = None) -> Con
     if not common:
         raise WhatIfError(f"{model.path}: --context-length: the KV caches share no dimension "
                           f"({', '.join(f'{c.name} {list(c.shape)}' for c in shaped[:3])})")
+    names = tuple(c.name for c in shaped)
+    updated = _update_axes(model, shaped)
+    by_update = [(n, a) for n, a in common if updated and a in updated]
+    if len(by_update) == 1:
+        return ContextAxis(int(by_update[0][0]), int(by_update[0][1]), names, "update")
     length, axis = max(common)
-    return ContextAxis(int(length), int(axis), tuple(c.name for c in shaped))
+    return ContextAxis(int(length), int(axis), names)
 
 
 @dataclass(frozen=True)

@@ -258,7 +258,7 @@ def deployment(model: Model, keys=None, *, measure: bool = True, timeout: float 
 
     sigs = {s.key: int(s.subgraph_index) for s in model.signatures}
     if not sigs:
-        raise SubgraphError(f"{model.path}: the model has no signatures (--signatures needs them)")
+        raise SubgraphError(f"{model.path}: the model has no signatures (--signatures needs them; check it without --signatures)")
     keys = tuple(sigs) if keys is None else tuple(keys)
     for k in keys:
         if k not in sigs:
@@ -306,3 +306,47 @@ def _overhead(probe, terms) -> Term:
     if heap < inside:
         method += "; the heap grew by less than those terms, so they count in full"
     return Term("runtime overhead", max(0, heap - inside), SOURCE_MEASURED, method)
+
+
+def with_resource_caches(terms: list, model: Model, subgraph_index: int) -> list:
+    """``check``'s terms for one subgraph with the resource-variable KV caches it touches added.
+
+    Their storage is in no arena (resource_variable.cc ``AssignFrom`` mallocs it at the first
+    ``ASSIGN_VARIABLE``), so the arena and persistent terms never hold it. The term is estimated
+    from the assigned values' shapes (:mod:`viewer.analysis.kv_cache`), placed after the
+    persistent term. A measured runtime overhead (process growth over one Invoke, which ran the
+    assignment) already holds those bytes: it is lowered by them, never below 0, and says so.
+
+    Parameters
+    ----------
+    terms : list of Term
+        ``budget_terms``' result (tensor arena first, ``runtime overhead`` among them).
+    model : Model
+    subgraph_index : int
+
+    Returns
+    -------
+    list of Term
+        ``terms`` unchanged when the subgraph touches no resource variable.
+    """
+    import dataclasses
+
+    from viewer.whatif.footprint import SOURCE_MEASURED as MEASURED
+
+    caches = [c for c in find_kv_caches(model) if c.style == STYLE_RESOURCE and subgraph_index in c.subgraphs]
+    if not caches:
+        return terms
+    n = sum(c.nbytes for c in caches)
+    term = Term(f"{KV_TERM} (resource variables)", n, SOURCE_ESTIMATED,
+                f"{len(caches)} resource variable(s) ({_names(caches)}): bytes of each shared_name's "
+                "assigned value, malloc-ed by the first ASSIGN_VARIABLE (resource_variable.cc "
+                "AssignFrom), in no arena; shared with every signature naming them "
+                "(--signatures all counts them once for all)")
+    out = []
+    for t in terms:
+        if t.name == "runtime overhead" and t.source == MEASURED:
+            t = dataclasses.replace(t, bytes=max(0, int(t.bytes) - n),
+                                    method=t.method + f"; less the KV cache's {n:,d} B counted on its own line")
+        out.append(t)
+    at = next((k + 1 for k, t in enumerate(out) if t.name.startswith("persistent")), 1)
+    return out[:at] + [term] + out[at:]

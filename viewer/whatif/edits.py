@@ -69,6 +69,50 @@ def edits_label(edits) -> str:
     return ", ".join(parts) or "edited"
 
 
+def without_noop_storage(model: Model, subgraph_index: int,
+                         edits: WhatIfEdits | None) -> tuple[WhatIfEdits | None, str]:
+    """``edits`` without the storage what-ifs that change no tensor, and a note saying so.
+
+    ``--activation-dtype D`` changes nothing when no non-constant float tensor of the subgraph
+    is stored otherwise than D (e.g. ``int8`` on an int8 model: "0 float tensors changed"); a
+    ``tensor_dtypes`` entry changes nothing when the tensor already has that dtype. Dropping
+    them keeps the file as stored, so a measured verdict stays measured (newuser3 #20). Edits
+    that :func:`apply_edits` would refuse (an unknown dtype, a bad index, a constant tensor)
+    are kept, so they are still refused.
+
+    Returns
+    -------
+    (WhatIfEdits or None, str)
+        None when nothing is left; the note is "" when nothing was dropped.
+    """
+    if edits is None or edits.is_empty():
+        return edits, ""
+    import dataclasses as dc
+
+    from viewer.whatif.apply import ACTIVATION_DTYPES, FLOAT_DTYPES
+
+    tensors = model.subgraph(subgraph_index).tensors
+    dropped = []
+    act = edits.activation_dtype
+    if act in ACTIVATION_DTYPES and not any(
+            not t.is_constant and t.dtype in FLOAT_DTYPES and t.dtype != act for t in tensors):
+        dropped.append(f"--activation-dtype {act}")
+        act = None
+    kept = {}
+    for idx, dt in dict(edits.tensor_dtypes or {}).items():
+        t = tensors[idx] if isinstance(idx, int) and 0 <= idx < len(tensors) else None
+        if t is not None and not t.is_constant and t.dtype == dt:
+            dropped.append(f"tensor {idx} {dt}")
+        else:
+            kept[idx] = dt
+    if not dropped:
+        return edits, ""
+    out = dc.replace(edits, activation_dtype=act, tensor_dtypes=kept)
+    note = (f"{', '.join(dropped)} changes no tensor (already stored so): the file is checked as "
+            "stored")
+    return (None if out.is_empty() else out), note
+
+
 @dataclass(frozen=True)
 class EditedSubgraph:
     """The result of :func:`apply_edits`.

@@ -58,31 +58,49 @@ def budget_terms(fp: Footprint, *, runtime_bytes: int = 0, weights_mode: str = "
 
 
 def overhead_term(fp: Footprint, grown_bytes: int, resolver: str, *, at_file_shapes: bool,
-                  where: str = "in a fresh LiteRT process") -> Term:
-    """The runtime's anonymous memory beyond the terms ``fp`` already counts.
+                  where: str = "in a fresh LiteRT process", file_fp: Footprint | None = None) -> Term:
+    """The runtime's anonymous memory beyond the terms the measured interpreter already counts.
 
     ``grown_bytes`` is :func:`viewer.runtime.overhead.measure_overhead`'s Pss_Anon growth of one
     interpreter (arena, persistent, other subgraphs' arenas and everything else it keeps); the
-    term is that growth minus ``fp.anonymous_bytes`` (arena + persistent + other subgraphs), at
-    least 0, so nothing is counted twice. Weights are mapped in that process (file-backed, not
-    in Pss_Anon): the weights term is separate. ``at_file_shapes``: the process ran the file's
-    shapes and types while ``fp`` is a what-if, so the term is "estimated". ``where``: the
-    process measured (the probe's own, or one of its own), named in the method. The term
-    carries the measurement's margin (``margin`` bytes: :func:`overhead_margin`).
+    term is that growth minus the arena, persistent and other subgraphs' terms *of the model
+    that process ran* (``Footprint.anonymous_bytes``), at least 0, so nothing is counted twice.
+    Weights are mapped in that process (file-backed, not in Pss_Anon): the weights term is
+    separate.
+
+    ``at_file_shapes``: the process ran the file's shapes and types while ``fp`` is a what-if
+    (or a tiled execution). The growth is then less ``file_fp``'s terms (the footprint of the
+    file as stored, required then: the what-if's own arena is not what that process held), and
+    the term is carried to the what-if unchanged, "estimated". Subtracting the what-if's arena
+    instead would make an enlarging what-if's overhead 0 and a shrinking one's absorb the
+    saving (newuser3 #8/#22). ``where``: the process measured (the probe's own, or one of its
+    own), named in the method. The term carries its margin (``margin`` bytes:
+    :func:`overhead_margin` of the term).
+
+    Raises
+    ------
+    ValueError
+        ``at_file_shapes`` without ``file_fp``.
     """
     from viewer.runtime.overhead import CONFIGURATIONS
     from viewer.whatif.footprint import SOURCE_ESTIMATED
 
-    n = max(0, int(grown_bytes) - int(fp.anonymous_bytes))
+    if at_file_shapes and file_fp is None:
+        raise ValueError("overhead_term(at_file_shapes=True) needs the file's own footprint (file_fp)")
+    base = file_fp if at_file_shapes else fp
+    counted = int(base.anonymous_bytes)
+    n = max(0, int(grown_bytes) - counted)
+    whose = "the file's own (as stored)" if at_file_shapes else "the"
     method = (f"{CONFIGURATIONS[resolver]}: Pss_Anon (/proc/self/smaps_rollup) {where}, after "
               "allocate_tensors() and one Invoke minus before the interpreter was built = "
-              f"{int(grown_bytes):,d} B, less the arena, persistent and other subgraphs' terms "
-              "above (interpreter and kernel state; the Python harness's few objects included)")
-    if int(grown_bytes) < int(fp.anonymous_bytes):
-        method += ("; the process grew by less than those terms, so they count in full and the "
-                   "sum is an upper bound for this configuration")
+              f"{int(grown_bytes):,d} B, less {whose} arena, persistent and other subgraphs' terms "
+              f"({counted:,d} B; interpreter and kernel state; the Python harness's few objects included)")
+    if int(grown_bytes) < counted:
+        method += ("; the process grew by less than those terms (below the measurement's "
+                   "resolution): 0 B counted, the margin stands")
     if at_file_shapes:
-        method += "; measured at the file's shapes and types, not the what-if's"
+        method += ("; measured at the file's shapes and types and carried to the what-if "
+                   "unchanged (not measured at the what-if's)")
     return Term("runtime overhead", n, SOURCE_ESTIMATED if at_file_shapes else SOURCE_MEASURED, method,
                 margin=overhead_margin(grown_bytes))
 

@@ -311,6 +311,8 @@ def search(tiler: Tiler, grids=None, splits=None, input_mode: str = RESIDENT,
                 p = tiler.evaluate(grid, k, input_mode)
             except (ValueError, ops.NotLocal) as e:
                 res.skipped[grid].append((k, str(e)))
+                if progress is not None:
+                    progress(done, total)
                 continue
             res.curve[grid].append((k, p.peak_bytes, p.overhead_pct))
             b = res.best.get(grid)

@@ -48,8 +48,11 @@ def make_tiler(model_path: str, subgraph: int = 0) -> Tiler:
 
 
 def choose(tiler: Tiler, grid: tuple[int, int] | None, split: int | None,
-           input_mode: str = RESIDENT, *, request: str | None = None) -> tuple[TilePlan | None, SearchResult]:
+           input_mode: str = RESIDENT, *, request: str | None = None,
+           progress=None) -> tuple[TilePlan | None, SearchResult]:
     """The plan for ``grid``/``split`` (None = search), and the search behind it.
+
+    ``progress(done, total)`` is passed to :func:`viewer.whatif.tiling.plan.search`.
 
     The search tries square grids 1x1..8x8 when ``grid`` is None, every valid split when
     ``split`` is None. Raises UsageError for a split outside the model or the patchable prefix
@@ -71,7 +74,8 @@ def choose(tiler: Tiler, grid: tuple[int, int] | None, split: int | None,
         raise UsageError(f"{named(False)}: split after operator {split}, outside the patchable prefix "
                          f"0..{tiler.prefix.last_op}{why}")
     grids = [grid] if grid is not None else None
-    res = search(tiler, grids=grids, splits=[split] if split is not None else None, input_mode=input_mode)
+    res = search(tiler, grids=grids, splits=[split] if split is not None else None, input_mode=input_mode,
+                 progress=progress)
     if grid is not None and split is not None and not res.best:
         (k, why), = res.skipped[grid] or [(split, "no plan")]
         raise UsageError(f"{named(True)}: {why}")
@@ -221,10 +225,12 @@ def verify(model_path: str, plan: TilePlan, out_dir: str) -> dict[str, Any]:
 
 def tile_report(model_path: str, *, grid=None, split=None, input_mode: str = RESIDENT,
                 out_dir: str | None = None, measure: bool = True, subgraph: int = 0,
-                request: str | None = None) -> dict[str, Any]:
+                request: str | None = None, progress=None, stage=None) -> dict[str, Any]:
     """Everything ``tile --json`` prints.
 
     ``request`` is the flag as the user typed it, named by the errors (see :func:`choose`).
+    ``progress(done, total)`` follows the search over (grid, split) pairs; ``stage(text)`` is
+    called before each later stage that takes time (writing the models, measuring them).
 
     Raises
     ------
@@ -234,7 +240,7 @@ def tile_report(model_path: str, *, grid=None, split=None, input_mode: str = RES
     if input_mode not in (RESIDENT, STREAMED):
         raise UsageError(f"--input {input_mode}: expected resident or streamed")
     tiler = make_tiler(model_path, subgraph)
-    plan, res = choose(tiler, grid, split, input_mode, request=request)
+    plan, res = choose(tiler, grid, split, input_mode, request=request, progress=progress)
     out: dict[str, Any] = {"model": str(model_path), "subgraph": subgraph}
     if plan is None:
         out.update({"grid": None, "split_operator": None, "cut_tensors": [], "peak_bytes": None,
@@ -259,9 +265,13 @@ def tile_report(model_path: str, *, grid=None, split=None, input_mode: str = RES
     if out_dir is not None and plan is not None:
         from viewer.whatif.tiling.write import write_tiling
 
+        if stage is not None:
+            stage(f"writing the {plan.grid[0]}x{plan.grid[1]} patch and tail models to {out_dir}")
         out["written"] = write_tiling(model_path, plan, tiler, out_dir)
         out["output_dir"] = str(out_dir)
         if measure:
+            if stage is not None:
+                stage("measuring the written models with LiteRT")
             try:
                 out["verification"] = verify(model_path, plan, out_dir)
             except ViewerError as e:

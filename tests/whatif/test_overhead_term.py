@@ -1,0 +1,28 @@
+"""overhead_term: a what-if's term is the growth less the *file's* own terms (newuser3 #8/#22)."""
+
+from __future__ import annotations
+
+from types import SimpleNamespace
+
+import pytest
+
+from viewer.whatif.verdict import overhead_term
+
+
+def _fp(anon: int):
+    return SimpleNamespace(anonymous_bytes=anon)
+
+
+def test_a_whatif_carries_the_files_overhead_whatever_its_own_arena():
+    grown, stored = 3_956_736, _fp(1_655_808)  # mobilenet_v2_224_int8 at batch 1 (newuser3 #22)
+    bigger = overhead_term(_fp(3_311_616), grown, "builtin", at_file_shapes=True, file_fp=stored)
+    smaller = overhead_term(_fp(800_000), grown, "builtin", at_file_shapes=True, file_fp=stored)
+    assert bigger.bytes == smaller.bytes == 3_956_736 - 1_655_808  # was 645,120 and 3,156,736
+    assert bigger.source == "estimated" and "file's shapes" in bigger.method
+    at_file = overhead_term(stored, grown, "builtin", at_file_shapes=False)
+    assert at_file.bytes == bigger.bytes and at_file.source == "measured"
+
+
+def test_a_whatif_without_the_files_footprint_is_refused():
+    with pytest.raises(ValueError):
+        overhead_term(_fp(1), 10, "builtin", at_file_shapes=True)
