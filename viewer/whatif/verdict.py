@@ -31,8 +31,29 @@ OVERHEAD_MARGIN_FRACTION = 0.10
 
 
 def overhead_margin(grown_bytes: int) -> int:
-    """The stated margin of a measured runtime-overhead growth of ``grown_bytes``, bytes."""
+    """The stated margin of a measured Pss_Anon growth of ``grown_bytes`` taken as a whole,
+    bytes (a delegate's setup growth; two measurements of one growth compared). The no-delegate
+    runtime overhead term states :func:`overhead_term_margin` instead."""
     return max(OVERHEAD_MARGIN_MIN_BYTES, -(-int(grown_bytes) * 10 // 100))
+
+#: The stated margin of the runtime overhead *term* (the growth less the arena, persistent and
+#: other subgraphs' terms): the larger of this many bytes and this fraction of the term. The
+#: arena is LiteRT's own, replayed offset for offset, so it carries no margin; only the term
+#: does (a tenth of the whole growth made unet_256's 1.38 MB term "±13.2 MB": newuser3 #24).
+#: Measured (notes/overhead.md): 5 fresh ``check`` runs on 6 models (90 KB .. 10 MB terms,
+#: TF_CPP_MIN_LOG_LEVEL set or not) agree within 4,096 B; the probe's process against one of
+#: its own (47 shared models) differ by up to 37% of the term (mp_palm_detection_full 413,696 B
+#: on 1,130,528 B; coral_deeplabv3 1,667,072 B on 8,332,000 B, 20%) and by up to 94,208 B where
+#: the term is 0 (torchaudio_conformer). 40% and 128 KiB cover every one of them.
+OVERHEAD_TERM_MARGIN_MIN_BYTES = 128 << 10
+OVERHEAD_TERM_MARGIN_FRACTION = 0.40
+
+
+def overhead_term_margin(term_bytes: int) -> int:
+    """The stated margin of a runtime-overhead term of ``term_bytes``, bytes (at least
+    :data:`OVERHEAD_TERM_MARGIN_MIN_BYTES`, else :data:`OVERHEAD_TERM_MARGIN_FRACTION` of it,
+    rounded up)."""
+    return max(OVERHEAD_TERM_MARGIN_MIN_BYTES, -(-int(term_bytes) * 40 // 100))
 
 #: ``check``'s exit code for each verdict.
 EXIT_CODES = {VERDICT_FITS: 0, VERDICT_DOES_NOT_FIT: 1, VERDICT_CANNOT_TELL: 3}
@@ -75,7 +96,7 @@ def overhead_term(fp: Footprint, grown_bytes: int, resolver: str, *, at_file_sha
     instead would make an enlarging what-if's overhead 0 and a shrinking one's absorb the
     saving (newuser3 #8/#22). ``where``: the process measured (the probe's own, or one of its
     own), named in the method. The term carries its margin (``margin`` bytes:
-    :func:`overhead_margin` of the term).
+    :func:`overhead_term_margin` of the term, not of the whole growth).
 
     Raises
     ------
@@ -101,8 +122,10 @@ def overhead_term(fp: Footprint, grown_bytes: int, resolver: str, *, at_file_sha
     if at_file_shapes:
         method += ("; measured at the file's shapes and types and carried to the what-if "
                    "unchanged (not measured at the what-if's)")
+    method += ("; margin: 40% of this term, at least 128 KiB (processes of a different history "
+               "measure it up to 37% apart)")
     return Term("runtime overhead", n, SOURCE_ESTIMATED if at_file_shapes else SOURCE_MEASURED, method,
-                margin=overhead_margin(grown_bytes))
+                margin=overhead_term_margin(n))
 
 
 def total_bytes(terms) -> int:
