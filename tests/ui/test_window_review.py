@@ -57,3 +57,21 @@ def test_chart_title_says_a_dynamic_input_is_drawn_at_its_placeholder_shape(qtbo
     qtbot.waitUntil(lambda: "placeholder" not in w.chart.chart_plot().title.text(), timeout=60_000)
     open_and_wait(qtbot, w, shared_model("mobilenet_v2_224_int8.tflite"))  # a dynamic batch only
     assert "placeholder" not in w.chart.chart_plot().title.text()
+
+
+def test_tensors_sized_during_invoke_are_said_so_not_as_a_runtime_failure(qtbot, settings):
+    """litert_testdata_dynamic_shapes, measured: 17 tensors are sized during Invoke. The status bar
+    said "measured, but the runtime's offsets cannot be drawn: …: the runtime placed no bytes for
+    tensors [25, 26, …]", which reads as a failure; it says why the runtime's placement is not drawn."""
+    from viewer.ui.main_window import MainWindow
+
+    w = MainWindow(settings=settings, measure=True)
+    qtbot.addWidget(w)
+    w.show()
+    try:
+        open_and_wait(qtbot, w, shared_model("litert_testdata_dynamic_shapes.tflite"))
+        status = w.status_label.text()  # the whole line (its tooltip when elided)
+        assert "sizes" in status and "during Invoke" in status and "re-stated plan" in status, status
+        assert "placed no bytes" not in status, status
+    finally:
+        w.runner.shutdown()

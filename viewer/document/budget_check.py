@@ -20,6 +20,7 @@ from typing import Any
 
 from viewer.whatif.check_report import (budget_json, dynamic_batch, invoke_qualifier,
                                         other_signatures_unknown, runtime_configuration, verdict_text)
+from viewer.whatif.deployment import with_resource_caches
 from viewer.whatif.footprint import SOURCE_ESTIMATED, SOURCE_MEASURED, Term
 from viewer.whatif.verdict import (BatchGrowth, budget_terms, largest_batch_answer, margin_unknown,
                                    total_bytes, verdict)
@@ -81,6 +82,7 @@ def window_check(resp, settings, tiled: tuple[int, str] | None = None,
     limit = int(settings.limit_bytes)
     model, sub, edits = resp.model, resp.request.subgraph, resp.request.edits
     terms = budget_terms(fp, runtime_bytes=int(settings.runtime_bytes), weights_mode=settings.weights_mode)
+    terms = with_resource_caches(terms, model, sub)  # KV-cache storage: in no arena, as check counts it
     unknowns = list(fp.unknowns)
     others = other_signatures_unknown(model, sub)
     if others:  # each signature's runner allocates its own arena, as check says
