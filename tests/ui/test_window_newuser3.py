@@ -60,3 +60,29 @@ def test_window_export_says_whether_kernel_temporaries_are_in_it(qtbot, measured
     assert "tensors only, kernel temporaries NOT included" in off
     assert "kernel temporaries included" not in off
     assert "tensors only, kernel temporaries NOT included" in w.chart.chart_plot().title.text()
+
+
+@pytest.mark.shared
+def test_compare_with_another_model_banner_shows_persistent_and_held(qtbot, window, monkeypatch):
+    """#5: File > Compare with another model (Ctrl+Shift+M), mobilenet_v2_224 vs its fp16 twin:
+    the banner said "arena 6.3 MiB → 6.3 MiB (±0 B)" and nothing of the fp16 model's 13.3 MiB of
+    persistent DEQUANTIZE outputs; now it says persistent and held (compare's columns)."""
+    from viewer.ui import main_window as main_window_module
+    from viewer.units import format_bytes
+
+    w = window
+    open_and_wait(qtbot, w, shared_model("mobilenet_v2_224.tflite"))
+    other = shared_model("mobilenet_v2_224_fp16.tflite")
+    monkeypatch.setattr(main_window_module.QFileDialog, "getOpenFileName", lambda *a, **k: (str(other), ""))
+    w.activateWindow()
+    qtbot.waitUntil(w.isActiveWindow, timeout=5_000)
+    qtbot.keyClick(w, Qt.Key.Key_M, Qt.KeyboardModifier.ControlModifier | Qt.KeyboardModifier.ShiftModifier)
+    cv = w.compare
+    qtbot.waitUntil(lambda: cv.isVisible() and "other:" in cv.right.chart_plot().title.text(), timeout=120_000)
+    text = cv.delta_label.text()
+    fp = w.document.other.footprint
+    assert fp.persistent_bytes > 13_000_000  # the DEQUANTIZE outputs
+    assert f"persistent 0 B → {format_bytes(fp.persistent_bytes)}" in text, text
+    arena_l, arena_r = cv.left.chart_data().arena_bytes, cv.right.chart_data().arena_bytes
+    assert f"held {format_bytes(arena_l)} → {format_bytes(arena_r + fp.persistent_bytes)}" in text, text
+    assert cv.delta_label.isVisible() and cv.delta_label.wordWrap()

@@ -16,6 +16,7 @@ from PySide6.QtWidgets import QDockWidget, QFileDialog, QMainWindow, QStackedWid
 
 from viewer.document import Document
 from viewer.document.state import OPTIMAL_TIME_LIMIT, REORDER_TIME_LIMIT
+from viewer.document import views
 from viewer.document.work import AnalysisResponse, plan_label
 from viewer.document.runtime_plan import whatif_note
 from viewer.export.chart_data import temporaries_title, titled_model_name
@@ -486,7 +487,9 @@ class MainWindow(QMainWindow):
             self.compare.clear(sides)
         else:
             left, right, note = sides
-            self.compare.set_views(left, right, subgraph=self.document.subgraph, note=note)
+            outside = views.compare_outside(self.document) if tiled is None else None
+            self.compare.set_views(left, right, subgraph=self.document.subgraph, note=note,
+                                   outside=outside)
 
     def _update_budget_verdict(self, *_args) -> None:
         """The budget verdict under the what-if panel's budget inputs: the same report the
