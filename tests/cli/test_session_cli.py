@@ -140,3 +140,17 @@ def test_default_delegates_report_litert_figures_only(chain, capsys):
     rc, out, err = run_cli(capsys, "session", str(chain), "--batches", "1", "--delegates", "default",
                            "--no-measure")
     assert rc == 2 and "needs the runtime" in err
+
+
+@pytest.mark.shared
+def test_a_step_litert_refuses_fails_the_session_without_a_headroom(capsys):
+    """newuser3 #4: a step LiteRT refuses (Conv im2col beyond the 32-bit limit at batch 100000)
+    was CANNOT TELL with "headroom: 1002.2 MiB"; `check --batch 100000` says exit 2."""
+    from viewer.cli import main
+
+    model = shared_model("mobilenet_v2_224.tflite")
+    rc = main(["session", str(model), "--batches", "1,100000", "--budget", "1GiB"])
+    out, err = capsys.readouterr()
+    assert rc == 2, (out, err)
+    assert "verdict: FAILS: LiteRT refuses a step" in out and "headroom" not in out
+    assert err.count("\n") == 1 and "refused step 2" in err and "32-bit integer limit" in err

@@ -83,3 +83,17 @@ def test_load_model_applies_the_rules_and_can_skip_them(tmp_path):
     with pytest.raises(ModelFormatError, match="written by operators #0 and #1"):
         load_model(p)
     assert len(load_model(p, graph_rules=False).subgraph(0).operators) == 2
+
+
+def test_a_variable_written_in_place_names_the_verifier_rule(tmp_path):
+    """newuser3 #21: a decoder whose KV caches are is_variable tensors updated in place was
+    refused as "a self-loop ... a cycle in the graph?"; the line now says which rule it breaks."""
+    from tests.decoder_builder import decoder
+
+    path = tmp_path / "dec_variable.tflite"
+    path.write_bytes(decoder("variable"))
+    with pytest.raises(ModelFormatError) as e:
+        load_model(str(path))
+    msg = str(e.value)
+    assert "writes the variable" in msg and "in place" in msg and "verifier" in msg
+    assert "cycle" not in msg and "\n" not in msg

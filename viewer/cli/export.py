@@ -55,6 +55,7 @@ def add_parser(sub) -> None:
 
 def _footprint_chart(args, edits):
     """(analysis, plan, notes, title suffix): the footprint ``check`` counts, or planned only."""
+    from viewer.export.chart_data import TENSORS_ONLY, temporaries_title
     from viewer.planning.run import best_plan_name, run_planners
     from viewer.whatif.footprint import SOURCE_ESTIMATED, footprint
     from viewer.whatif.pipeline import prepare
@@ -62,11 +63,8 @@ def _footprint_chart(args, edits):
     if args.measure:
         fp = footprint(args.model, args.subgraph, edits, planner=args.planner or "litert",
                        measure=True, timeout=args.timeout, time_limit=args.time_limit)
-        if fp.temporaries_included:
-            how = "estimated" if fp.arena_term.source == SOURCE_ESTIMATED else "measured"
-            suffix = f" — kernel temporaries included ({how})"
-        else:
-            suffix = " — kernel temporaries NOT included (the runtime could not measure them)"
+        suffix = temporaries_title(fp.temporaries_included, measured=False,
+                                   estimated=fp.arena_term.source == SOURCE_ESTIMATED)
         notes = list(fp.notes) + [f"cannot tell: {u}" for u in fp.unknowns]
         return fp.analysis, fp.plan, notes, suffix
     from viewer.cli.plan import stored_shape_check, stored_shape_note
@@ -76,7 +74,7 @@ def _footprint_chart(args, edits):
     plans = run_planners(prep.analysis.problem(), names, time_limit=args.time_limit)
     plan = plans[args.planner if args.planner is not None else best_plan_name(plans)]
     notes = list(prep.notes) + ["planned only (--no-measure): kernel temporaries are not included"]
-    suffix = " — tensors only, kernel temporaries NOT included"
+    suffix = TENSORS_ONLY
     check = stored_shape_check(prep, edits)
     if check is not None and not check.ok:  # the file's shapes are not the runtime's: say so on the title
         notes.append(stored_shape_note(check, prep.analysis.subgraph))

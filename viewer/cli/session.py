@@ -140,6 +140,10 @@ def run(args: argparse.Namespace) -> int:
     except RuntimeProbeError as e:
         print(f"arena-viewer: cannot tell: {e}", file=sys.stderr)
         return EXIT_CODES[VERDICT_CANNOT_TELL]
+    if rep.error and _refused(rep.error) and rep.verdict is not None:
+        import dataclasses
+
+        rep = dataclasses.replace(rep, verdict=VERDICT_REFUSED)
     if args.json:
         print(json.dumps({"command": "session", "configuration": _configuration(args), **rep.as_dict(),
                           "prediction_error": why or None}, indent=1))
@@ -150,6 +154,8 @@ def run(args: argparse.Namespace) -> int:
             print(f"note: not predicted without the runtime: {why}")
     if rep.error:
         print(f"arena-viewer: {rep.error}", file=sys.stderr)
+        if _refused(rep.error):
+            return 2
     if rep.verdict is not None:
         return EXIT_CODES[rep.verdict]
     return EXIT_CODES[VERDICT_CANNOT_TELL] if rep.error else 0
@@ -230,8 +236,13 @@ def _shape_text(shapes) -> str:
     return ", ".join(f"{name} {'x'.join(map(str, s))}" for name, s in shapes) or "(as stored)"
 
 
+#: The verdict of a session LiteRT refused at a step for a reason that is not memory: the
+#: application fails there whatever the budget (exit 2, as ``check`` at that shape).
+VERDICT_REFUSED = "refused"
+
 _VERDICT_TEXT = {VERDICT_FITS: "fits", "does_not_fit": "DOES NOT FIT",
-                 VERDICT_CANNOT_TELL: "CANNOT TELL whether it fits"}
+                 VERDICT_CANNOT_TELL: "CANNOT TELL whether it fits",
+                 VERDICT_REFUSED: "FAILS: LiteRT refuses a step of the session, so it does not run"}
 
 
 def report_lines(rep) -> list[str]:
@@ -280,8 +291,27 @@ def report_lines(rep) -> list[str]:
     if rep.verdict is not None:
         used = rep.high_water_bytes or 0
         bound = " (a lower bound: something is unknown)" if rep.unknowns else ""
-        out.append(f"verdict: {_VERDICT_TEXT[rep.verdict]} in {_b(rep.limit)}: high-water mark "
-                   f"{_b(used)}{bound}")
+        if rep.verdict == VERDICT_REFUSED:
+            out.append(f"verdict: {_VERDICT_TEXT[rep.verdict]} (in {_b(rep.limit)} or any budget); "
+                       f"high-water mark of the steps that ran {_b(used)}")
+        else:
+            out.append(f"verdict: {_VERDICT_TEXT[rep.verdict]} in {_b(rep.limit)}: high-water mark "
+                       f"{_b(used)}{bound}")
         head = rep.limit - used
-        out.append(f"  headroom: {_b(head)}" if head >= 0 else f"  over budget by {_b(-head)}")
+        if rep.verdict == VERDICT_REFUSED:
+            pass
+        elif head < 0:
+            out.append(f"  over budget by {_b(-head)}")
+        elif rep.verdict != VERDICT_CANNOT_TELL:  # no "headroom" beside an unknown (newuser3 #4)
+            out.append(f"  headroom: {_b(head)}")
     return out
+
+
+def _refused(error: str) -> bool:
+    """LiteRT refused a step for a reason that is not memory (``Conv im2col elements ...
+    exceed the 32-bit integer limit``): the application fails at that input whatever the
+    budget, as ``check`` says with exit 2. Memory exhaustion under ``--memory-limit`` stays an
+    unknown."""
+    msg = error.lower().replace("allocatetensors failed", "").split("(if it ran out of memory")[0]
+    return "refused step" in msg and not any(
+        w in msg for w in ("memory", "bad_alloc", "cannot allocate", "failed to allocate", "out of"))

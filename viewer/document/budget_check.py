@@ -21,6 +21,7 @@ from typing import Any
 
 from viewer.whatif.check_report import (budget_json, dynamic_batch, invoke_qualifier,
                                         other_signatures_unknown, runtime_configuration, verdict_text)
+from viewer.whatif.deployment import with_resource_caches
 from viewer.whatif.footprint import SOURCE_ESTIMATED, SOURCE_MEASURED, Term
 from viewer.whatif.verdict import (BatchGrowth, budget_terms, largest_batch_answer, margin_unknown,
                                    total_bytes, verdict)
@@ -116,6 +117,7 @@ def window_check(resp, settings, tiled: tuple[int, str] | None = None,
     model, sub, edits = resp.model, resp.request.subgraph, resp.request.edits
     overhead, not_measured = window_overhead(resp, settings)
     terms = budget_terms(fp, weights_mode=settings.weights_mode, overhead=overhead)
+    terms = with_resource_caches(terms, model, sub)  # KV-cache storage: in no arena, as check counts it
     unknowns = list(fp.unknowns) + ([not_measured] if not_measured else [])
     others = other_signatures_unknown(model, sub)
     if others:  # each signature's runner allocates its own arena, as check says

@@ -85,6 +85,23 @@ def _model_sides(doc, resp, other):
             (theirs.analysis, right, f"other: {os.path.basename(other.model.path)}"), note)
 
 
+def outside_arena(resp) -> tuple[int, int] | None:
+    """``(persistent_bytes, other_subgraphs_bytes)`` of ``resp``'s footprint (the terms
+    ``check`` counts beside the arena), or None when it has none (not known)."""
+    fp = getattr(resp, "footprint", None) if resp is not None else None
+    if fp is None:
+        return None
+    return int(fp.persistent_bytes), int(fp.other_subgraphs_bytes)
+
+
+def compare_outside(doc) -> tuple[Any, Any]:
+    """Both compare sides' :func:`outside_arena`: (this model, the other model) while one is
+    compared, else (the baseline, the shown response)."""
+    if doc.other is not None:
+        return outside_arena(doc.full_response), outside_arena(doc.other)
+    return outside_arena(doc.baseline), outside_arena(doc.response)
+
+
 def temporary_shapes(resp) -> dict[int, tuple[tuple[int, ...], str]]:
     """Shape and dtype of each kernel temporary shown in ``resp`` (runtime tensor id ->
     ``(shape, dtype)``); empty when none are shown.

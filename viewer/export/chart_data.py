@@ -384,13 +384,20 @@ def _delta(before: int, after: int) -> str:
     return f"{format_bytes(before)} → {format_bytes(after)} ({sign}{format_bytes(abs(d))}{pct})"
 
 
-def compare_text(left: ChartData, right: ChartData) -> str:
+def compare_text(left: ChartData, right: ChartData, outside=None) -> str:
     """One line comparing two charts (baseline ``left``, edited ``right``).
 
     Arena (high-water mark) and lower bound, each ``before -> after (delta, percent)``, and
     whether the widest operator moved, e.g. ``"arena 6.32 MiB → 3.16 MiB (-3.16 MiB, -50.0%);
     lower bound 6.32 MiB → 3.16 MiB (-3.16 MiB, -50.0%); widest operator #4 DEPTHWISE_CONV_2D
     in both"``. Operator indices are execution positions in each chart's subgraph.
+
+    ``outside``, when given, is ``(left_side, right_side)``, each ``(persistent_bytes,
+    other_subgraphs_bytes)`` or None when not known: the line then also says the persistent
+    tensors (outside the arena) and what the model holds, arena + persistent + other subgraphs'
+    arenas (``compare``'s ``held``), e.g. ``"…; persistent 0 B → 13.3 MiB (+13.3 MiB); held 6.3
+    MiB → 19.6 MiB (+13.3 MiB, +210.0%) (arena + persistent + other subgraphs); …"``; a side
+    not known says so ("persistent tensors not counted: not known for …").
     """
     if left.widest_op == right.widest_op and left.widest_op_name == right.widest_op_name:
         widest = (f"widest operator #{left.widest_op} {left.widest_op_name} in both"
@@ -398,8 +405,50 @@ def compare_text(left: ChartData, right: ChartData) -> str:
     else:
         widest = (f"widest operator moved: #{left.widest_op} {left.widest_op_name} → "
                   f"#{right.widest_op} {right.widest_op_name}")
-    return (f"arena {_delta(left.arena_bytes, right.arena_bytes)}; "
+    held = "" if outside is None else _held_text(left, right, *outside)
+    return (f"arena {_delta(left.arena_bytes, right.arena_bytes)}; {held}"
             f"lower bound {_delta(left.lower_bound, right.lower_bound)}; {widest}")
+
+
+def _held_text(left: ChartData, right: ChartData, lo, ro) -> str:
+    """The persistent and held parts of :func:`compare_text` ("" never: unknown says so)."""
+    if lo is None or ro is None:
+        which = "either side" if lo is None and ro is None else ("the left" if lo is None else "the right")
+        return f"persistent tensors outside the arena not counted (not known for {which}); "
+    lh, rh = left.arena_bytes + lo[0] + lo[1], right.arena_bytes + ro[0] + ro[1]
+    others = " + other subgraphs" if lo[1] or ro[1] else ""
+    return (f"persistent {_delta(lo[0], ro[0])}; held {_delta(lh, rh)} "
+            f"(arena + persistent{others}); ")
+
+
+#: The title's words on kernel temporaries, as ``export`` and the window's export say them.
+TEMPORARIES_INCLUDED = " — kernel temporaries included ({how})"
+TEMPORARIES_UNMEASURED = " — kernel temporaries NOT included (the runtime could not measure them)"
+TENSORS_ONLY = " — tensors only, kernel temporaries NOT included"
+
+
+def temporaries_title(included: bool, estimated: bool = False, measured: bool = True) -> str:
+    """The chart title's suffix on kernel temporaries (``export``'s words, the window's too).
+
+    Parameters
+    ----------
+    included : bool
+        The chart draws the runtime's kernel temporaries (or the runtime ran and has none).
+    estimated : bool
+        They are estimated (a storage what-if LiteRT cannot run), not measured.
+    measured : bool
+        With ``included`` False: True when the runtime's temporaries are known but left out
+        (tensors only), False when the runtime could not measure them.
+
+    Returns
+    -------
+    str
+        E.g. ``" — kernel temporaries included (measured)"``,
+        ``" — tensors only, kernel temporaries NOT included"``.
+    """
+    if included:
+        return TEMPORARIES_INCLUDED.format(how="estimated" if estimated else "measured")
+    return TENSORS_ONLY if measured else TEMPORARIES_UNMEASURED
 
 
 def titled_model_name(model_name: str, edits) -> str:

@@ -87,6 +87,13 @@ def _check_order(model: Model, sg: Subgraph) -> None:
     for op in sg.operators:
         for t in op.inputs:
             p = producer.get(t)
+            if p is not None and p == op.index and 0 <= t < len(sg.tensors) and sg.tensors[t].is_variable:
+                raise _fail(model, f"subgraph {sg.index} operator #{op.index} ({op.op_name})",
+                            f"writes the variable {_name(sg, t)} in place (it is its input and its "
+                            f"output): LiteRT's model verifier rejects an operator output that is a "
+                            f"variable (tflite/core/tools/verifier.cc); stateful kernels update a "
+                            f"variable given as an input only, and KV caches are resource variables "
+                            f"(VAR_HANDLE/ASSIGN_VARIABLE) or signature inputs and outputs")
             if p is not None and p >= op.index:
                 how = "its own output (a self-loop)" if p == op.index else f"written later by operator #{p}"
                 raise _fail(model, f"subgraph {sg.index} operator #{op.index} ({op.op_name})",

@@ -170,7 +170,12 @@ def _listed_tensors(tensors, maps, owner, notes):
 def _op_name(node: Mapping[str, Any]) -> str:
     if node.get("custom_name"):
         return str(node["custom_name"])
-    return _builtin_names().get(int(node["builtin_code"]), f"builtin {node['builtin_code']}")
+    return _builtin_name(int(node["builtin_code"]))
+
+
+@functools.lru_cache(maxsize=512)
+def _builtin_name(code: int) -> str:
+    return _builtin_names().get(code, f"builtin {code}")
 
 
 @functools.lru_cache(maxsize=1)

@@ -70,8 +70,14 @@ def pack(tensors: list[dict], nodes: list[dict]) -> dict:
 
 
 def _unragged(d: dict) -> list[tuple[int, ...]]:
-    lengths = _arr(d["lengths"], "i4").tolist()
-    flat = _arr(d["values"], "i4").tolist()
+    lengths_a = _arr(d["lengths"], "i4")
+    flat_a = _arr(d["values"], "i4")
+    if len(lengths_a) and (lengths_a == lengths_a[0]).all():  # one length (ADD: 2 inputs): rows
+        k = int(lengths_a[0])
+        if k == 0:
+            return [()] * len(lengths_a)
+        return list(zip(*flat_a.reshape(-1, k).T.tolist()))
+    lengths, flat = lengths_a.tolist(), flat_a.tolist()
     out, k = [], 0
     for n in lengths:
         out.append(tuple(flat[k:k + n]))

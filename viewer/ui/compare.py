@@ -75,13 +75,15 @@ class CompareView(QWidget):
     # --- API --------------------------------------------------------------------------------
 
     def set_views(self, left: Side, right: Side, *, subgraph: int | None = None,
-                  note: str = "") -> None:
+                  note: str = "", outside=None) -> None:
         """Show ``left`` (the baseline) and ``right`` (the edit), each ``(analysis, plan,
         label)``; the label stands in the chart's title in place of the model name.
 
         Both packing plots then show bytes ``0..max(arena, lower bound)`` of the larger side,
         both breadth curves the larger breadth. ``note`` follows the delta line (e.g. why
-        kernel temporaries are left out of both sides).
+        kernel temporaries are left out of both sides). ``outside``: each side's
+        ``(persistent_bytes, other_subgraphs_bytes)`` (None: not known), for the delta line's
+        persistent and held figures (:func:`viewer.export.chart_data.compare_text`).
 
         Raises
         ------
@@ -99,7 +101,7 @@ class CompareView(QWidget):
         self._sides = (left, right)
         self._share_y()
         ld, rd = self.left.chart_data(), self.right.chart_data()
-        self._delta = compare_text(ld, rd)
+        self._delta = compare_text(ld, rd, outside)
         self.delta_label.setText(self._delta + (f" — {note}" if note else ""))
 
     def clear(self, message: str = "") -> None:

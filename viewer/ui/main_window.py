@@ -16,10 +16,10 @@ from PySide6.QtWidgets import QDockWidget, QFileDialog, QMainWindow, QStackedWid
 
 from viewer.document import Document
 from viewer.document.state import OPTIMAL_TIME_LIMIT, REORDER_TIME_LIMIT
-from viewer.document.views import ESTIMATED_TITLE
+from viewer.document import views
 from viewer.document.work import AnalysisResponse, plan_label
 from viewer.document.runtime_plan import whatif_note
-from viewer.export.chart_data import titled_model_name
+from viewer.export.chart_data import temporaries_title, titled_model_name
 from viewer.resources import DEMO_MODEL, resource_path
 from viewer.ui import dialogs, dock_layout, file_actions, widgets, window_actions
 from viewer.ui.chart import PackingChart
@@ -49,6 +49,23 @@ def _signature_suffix(resp) -> str:
     sigs = getattr(resp.model, "signatures", ()) or ()
     keys = [s.key for s in sigs if s.subgraph_index == resp.request.subgraph]
     return f" (signature {', '.join(keys)})" if len(sigs) > 1 and keys else ""
+
+
+def _temporaries_suffix(resp) -> str:
+    """What the chart's title says on kernel temporaries, in ``export``'s words (newuser3 #18):
+    " — kernel temporaries included (measured)" (or "(estimated)"), " — tensors only, kernel
+    temporaries NOT included" when they are left out (Ctrl+T off, measuring off), "… NOT
+    included (the runtime could not measure them)" when the runtime failed. "" under TFLM
+    (its title names its own scratch)."""
+    if resp.request.runtime != "litert":
+        return ""
+    if resp.temporaries_shown:
+        return temporaries_title(True, estimated=resp.temporaries_estimated)
+    probe_ok = resp.probe is not None and bool(getattr(resp.probe, "ok", False))
+    if probe_ok and not resp.has_temporaries:  # measured: the runtime has none to add
+        return temporaries_title(True)
+    failed = resp.request.measure and not probe_ok and not resp.has_temporaries
+    return temporaries_title(False, measured=not failed)
 
 
 def _placeholder_suffix(resp) -> str:
@@ -441,8 +458,7 @@ class MainWindow(QMainWindow):
         plan = resp.plans[planner]
         name = titled_model_name(os.path.basename(resp.model.path) + _signature_suffix(resp),
                                  resp.request.edits) + _placeholder_suffix(resp)
-        if resp.temporaries_estimated:
-            name += ESTIMATED_TITLE
+        name += _temporaries_suffix(resp)
         tiled = self.tiling.view
         if tiled is not None:  # the tiling what-if: one patch, the cut buffers, then the tail
             g = tiled.plan.grid
@@ -471,7 +487,9 @@ class MainWindow(QMainWindow):
             self.compare.clear(sides)
         else:
             left, right, note = sides
-            self.compare.set_views(left, right, subgraph=self.document.subgraph, note=note)
+            outside = views.compare_outside(self.document) if tiled is None else None
+            self.compare.set_views(left, right, subgraph=self.document.subgraph, note=note,
+                                   outside=outside)
 
     def _update_budget_verdict(self, *_args) -> None:
         """The budget verdict under the what-if panel's budget inputs: the same report the
