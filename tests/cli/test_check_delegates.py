@@ -145,55 +145,6 @@ def test_xnnpack_largest_batch_is_what_the_runtime_then_measures(capsys):
     assert (rc, json.loads(out)["verdict"]) == (0, "fits")  # batch n + 1: measured over, above
 
 
-from delegate_library import hold_delegate  # noqa: E402,F401  (the fixture)
-
-
-@pytest.mark.shared
-def test_a_library_delegate_is_measured_the_same_way_and_never_a_bare_fits(capsys, hold_delegate):
-    rc, out, err = _run(capsys, str(shared_model(MODEL)), "--budget", "64MiB", "--json",
-                        "--delegate-library", str(hold_delegate),
-                        "--delegate-option", f"hold_bytes={8 << 20}")
-    r = json.loads(out)
-    assert rc == 3 and r["verdict"] == "cannot_tell", err
-    assert any("device memory" in u for u in r["unknowns"])
-    assert err.count("\n") == 1 and "cannot tell" in err
-    t = {x["name"]: x for x in r["terms"]}
-    setup = t["delegate: libhold_delegate.so setup"]
-    assert setup["source"] == "measured" and setup["bytes"] >= (8 << 20) - (64 << 10)
-    assert r["delegate"]["library"] == str(hold_delegate)
-    assert r["delegate"]["options"] == {"hold_bytes": str(8 << 20)}
-
-
-@pytest.mark.shared
-def test_a_library_whose_create_fails_is_one_line_exit_2(capsys, hold_delegate):
-    rc, out, err = _run(capsys, str(shared_model(MODEL)), "--budget", "64MiB",
-                        "--delegate-library", str(hold_delegate), "--delegate-option", "fail=1")
-    assert rc == 2 and not out and err.count("\n") == 1 and "asked to fail" in err
-
-
-@pytest.mark.shared
-def test_xnnpack_largest_batch_is_what_the_runtime_then_measures(capsys):
-    """The largest batch under XNNPACK comes from two delegated processes (batch 1 and 2); the
-    oracle is the check measured at that batch (fits) and the next (does not)."""
-    p = str(shared_model(MODEL))
-    args = ["--delegates", "default", "--weights", "mapped", "--json"]
-    r = json.loads(_run(capsys, p, "--budget", "64MiB", *args)[1])
-    t = {x["name"]: x for x in r["terms"]}
-    grows = t["delegate: XNNPACK setup: grows with the batch (workspace)"]
-    fixed = t["delegate: XNNPACK setup: fixed (packed weights, runtime)"]
-    assert not grows["counted"] and not fixed["counted"] and grows["source"] == "estimated"
-    assert grows["bytes"] + fixed["bytes"] == t["delegate: XNNPACK setup"]["bytes"]
-    step = r["delegate"]["per_example_bytes"]  # what batch 1 -> 2 added, measured
-    assert r["largest_batch"] == 1 + ((64 << 20) - r["used_bytes"]) // step
-    limit = r["used_bytes"] + 2 * step + step // 2  # batch 3 fits with half an example to spare
-    r = json.loads(_run(capsys, p, "--budget", str(limit), *args)[1])
-    assert r["largest_batch"] == 3, r["largest_batch_note"]
-    rc3, out3, _ = _run(capsys, p, "--budget", str(limit), "--batch", "3", *args)
-    rc4, out4, _ = _run(capsys, p, "--budget", str(limit), "--batch", "4", *args)
-    assert (rc3, json.loads(out3)["verdict"]) == (0, "fits")
-    assert (rc4, json.loads(out4)["verdict"]) == (1, "does_not_fit")
-
-
 @pytest.mark.shared
 def test_a_model_litert_cannot_load_under_xnnpack_cannot_tell(capsys):
     rc, out, err = _run(capsys, str(shared_model("coral_bodypix_mnv1_512_decoder.tflite")),
