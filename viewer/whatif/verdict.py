@@ -121,7 +121,7 @@ def overhead_term(fp: Footprint, grown_bytes: int, resolver: str, *, at_file_sha
                    "resolution): 0 B counted, the margin stands")
     if at_file_shapes:
         method += ("; measured at the file's shapes and types and carried to the what-if "
-                   "unchanged (not measured at the what-if's)")
+                   "unchanged; the what-if's own shapes were not run for it")
     method += ("; margin: 40% of this term, at least 128 KiB (processes of a different history "
                "measure it up to 37% apart)")
     return Term("runtime overhead", n, SOURCE_ESTIMATED if at_file_shapes else SOURCE_MEASURED, method,
