@@ -86,3 +86,106 @@ def test_compare_with_another_model_banner_shows_persistent_and_held(qtbot, wind
     arena_l, arena_r = cv.left.chart_data().arena_bytes, cv.right.chart_data().arena_bytes
     assert f"held {format_bytes(arena_l)} → {format_bytes(arena_r + fp.persistent_bytes)}" in text, text
     assert cv.delta_label.isVisible() and cv.delta_label.wordWrap()
+
+
+def _planner_of_row(table, row: int) -> str:
+    return table.item(row, 0).data(Qt.ItemDataRole.UserRole)
+
+
+def test_planner_table_keyboard_row_is_the_drawn_plan(qtbot, window):
+    """#13: Tab into the Summary's planner table: the current row is the plan drawn; Down/Up
+    draw the next/previous plan, Space and Return draw the current row's."""
+    from viewer.resources import DEMO_MODEL, resource_path
+
+    w = window
+    open_and_wait(qtbot, w, resource_path(DEMO_MODEL))
+    t = w.side.planner_table
+    assert t.rowCount() >= 3
+    w.activateWindow()
+    qtbot.waitUntil(w.isActiveWindow, timeout=5_000)
+    w.chart.setFocus()
+    for _ in range(40):  # Tab along the focus chain until the planner table has the focus
+        if QApplication.focusWidget() is t:
+            break
+        qtbot.keyClick(QApplication.focusWidget() or w, Qt.Key.Key_Tab)
+    assert QApplication.focusWidget() is t
+    title = lambda: w.chart.chart_plot().title.text()  # noqa: E731
+    drawn = w.planner
+    assert _planner_of_row(t, t.currentRow()) == drawn and f"— {drawn}: arena" in title()
+    start = t.currentRow()
+    down = (start + 1) % t.rowCount() if start + 1 < t.rowCount() else start - 1
+    key = Qt.Key.Key_Down if down > start else Qt.Key.Key_Up
+    qtbot.keyClick(t, key)
+    want = _planner_of_row(t, down)
+    qtbot.waitUntil(lambda: f"— {want}: arena" in title(), timeout=10_000)
+    assert t.currentRow() == down and w.planner == want
+    assert w.side.planner_combo.currentData() == want
+    # Space and Return draw the current row (after the current row was moved without drawing).
+    other = start
+    t.selectionModel().blockSignals(True)
+    t.setCurrentCell(other, 0)
+    t.selectionModel().blockSignals(False)
+    qtbot.keyClick(t, Qt.Key.Key_Space)
+    qtbot.waitUntil(lambda: w.planner == _planner_of_row(t, other), timeout=10_000)
+    assert f"— {_planner_of_row(t, other)}: arena" in title()
+
+
+def test_find_then_return_selects_the_first_match_and_down_enters_the_rows(qtbot, window):
+    """#9: Ctrl+F, type, Return: the first match is selected and the chart highlights it;
+    Ctrl+F, Down: the focus moves into the filtered rows (first row current and selected)."""
+    from viewer.resources import DEMO_MODEL, resource_path
+
+    w = window
+    open_and_wait(qtbot, w, resource_path(DEMO_MODEL))
+    tab = w.table
+    names = [tab.proxy.index(r, 1).data() for r in range(tab.proxy.rowCount())]
+    name = names[len(names) // 2]  # a tensor in the middle of the table
+    w.activateWindow()
+    qtbot.waitUntil(w.isActiveWindow, timeout=5_000)
+    qtbot.keyClick(w, Qt.Key.Key_F, Qt.KeyboardModifier.ControlModifier)
+    assert QApplication.focusWidget() is tab.search
+    qtbot.keyClicks(tab.search, name)
+    first = tab.visible_tensors()[0]
+    assert w.selected_tensor != first
+    qtbot.keyClick(tab.search, Qt.Key.Key_Return)
+    qtbot.waitUntil(lambda: w.selected_tensor == first, timeout=5_000)
+    assert w.chart.selected_tensor() == first and tab.selected_tensor() == first
+    assert QApplication.focusWidget() is tab.view
+    # Down from the search box: into the rows.
+    w.select_tensor(None)
+    qtbot.keyClick(w, Qt.Key.Key_F, Qt.KeyboardModifier.ControlModifier)
+    assert QApplication.focusWidget() is tab.search
+    qtbot.keyClick(tab.search, Qt.Key.Key_Down)
+    assert QApplication.focusWidget() is tab.view and tab.view.currentIndex().row() == 0
+    qtbot.waitUntil(lambda: w.chart.selected_tensor() == first, timeout=5_000)
+
+
+def _inside_viewport(side, widget) -> bool:
+    vp = side.viewport()
+    right = widget.mapTo(vp, widget.rect().topRight()).x()
+    return right <= vp.width()
+
+
+def test_summary_wraps_after_optimize_and_keeps_planner_numbers_visible(qtbot, window):
+    """#6: Ctrl+Shift+O (a what-if planner's note on the Arena line) widened the Summary past the
+    dock: the planner table's arena / gap columns and the sentences were cut at the right edge."""
+    from viewer.document.state import OPTIMAL
+    from viewer.resources import DEMO_MODEL, resource_path
+
+    w = window
+    w.resize(1400, 860)  # the default size
+    open_and_wait(qtbot, w, resource_path(DEMO_MODEL))
+    w.activateWindow()
+    qtbot.waitUntil(w.isActiveWindow, timeout=5_000)
+    qtbot.keyClick(w, Qt.Key.Key_O, Qt.KeyboardModifier.ControlModifier | Qt.KeyboardModifier.ShiftModifier)
+    qtbot.waitUntil(lambda: OPTIMAL in w.response.plans and w.planner == OPTIMAL, timeout=120_000)
+    side, t = w.side, w.side.planner_table
+    qtbot.waitUntil(lambda: "LiteRT does not use it" in side.arena_label.text(), timeout=5_000)
+    qtbot.wait(50)  # let the layout settle (no timing asserted)
+    assert side.widget().width() <= side.viewport().width()
+    for col in (1, 2):  # the arena and gap columns lie inside the panel, with text
+        x = t.columnViewportPosition(col) + t.columnWidth(col)
+        assert t.viewport().mapTo(side.viewport(), t.viewport().rect().topLeft()).x() + x <= side.viewport().width()
+        assert t.item(0, col).text()
+    for lab in (side.arena_label, side.best_label, side.optimal_label):
+        assert _inside_viewport(side, lab), lab.text()

@@ -429,7 +429,7 @@ def _print_lines(args, model, fp, rep, found) -> None:
     for note in notes[:4]:
         out(f"note: {note}")
     if len(notes) > 4:
-        out(f"note: ... {len(notes) - 4} more (see 'arena-viewer plan' for all)")
+        out(f"note: ... {len(notes) - 4} more note(s) (see 'arena-viewer plan' for all)")
     for k, t in enumerate(rep.terms):
         if k > 0 and not t.bytes and t.name.startswith("persistent"):
             continue

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import os
 
-from PySide6.QtCore import Qt, Signal
+from PySide6.QtCore import QEvent, Qt, Signal
 from PySide6.QtWidgets import (
     QAbstractItemView,
     QFormLayout,
@@ -92,7 +92,7 @@ class SidePanel(QScrollArea):
         self.weights_label.setToolTip(
             "Constant tensors' buffers. File-backed: a runtime that maps the model keeps them "
             "in page cache the OS can reclaim.")
-        self.arena_label = QLabel("-")
+        self.arena_label = WrapLabel("-")  # a what-if planner's note is long: wrap, never widen the panel
         self.arena_label.setToolTip(
             "The chosen plan's tensor arena. Anonymous memory: the OS cannot reclaim it.")
         self.naive_label = QLabel("-")
@@ -127,6 +127,9 @@ class SidePanel(QScrollArea):
         self.planner_table.setSelectionMode(QAbstractItemView.SelectionMode.SingleSelection)
         self.planner_table.horizontalHeader().setSectionResizeMode(0, QHeaderView.ResizeMode.Stretch)
         self.planner_table.cellClicked.connect(self._on_planner_table_clicked)
+        # The keyboard's current row is the drawn plan: Up/Down switch it, Space/Return too.
+        self.planner_table.selectionModel().currentRowChanged.connect(self._on_planner_row_changed)
+        self.planner_table.installEventFilter(self)
         v.addWidget(self.planner_table)
         self.best_label = WrapLabel("-")
         self.best_label.setWordWrap(True)
@@ -291,7 +294,9 @@ class SidePanel(QScrollArea):
         self._updating = True
         try:
             self.planner_combo.setCurrentIndex(self.planner_combo.findData(name))
-            self.planner_table.selectRow(list(self._resp.plans).index(name))
+            row = list(self._resp.plans).index(name)
+            self.planner_table.setCurrentCell(row, 0)  # the keyboard's current row: the drawn plan
+            self.planner_table.selectRow(row)
         finally:
             self._updating = False
         plan = self._resp.plans[name]
@@ -310,6 +315,13 @@ class SidePanel(QScrollArea):
             self.planner_combo.setCurrentIndex((self.planner_combo.currentIndex() + step) % n)
 
     def _fill_planner_table(self) -> None:
+        self._updating = True  # refilling moves the current row: not the user's choice
+        try:
+            self._fill_planner_rows()
+        finally:
+            self._updating = False
+
+    def _fill_planner_rows(self) -> None:
         resp = self._resp
         lb = resp.analysis.lower_bound_bytes
         self.planner_table.setRowCount(len(resp.plans))
@@ -454,6 +466,20 @@ class SidePanel(QScrollArea):
         if self._updating or index < 0:
             return
         self.set_planner(self.planner_combo.itemData(index))
+
+    def _on_planner_row_changed(self, current, _previous) -> None:
+        if not self._updating and current.isValid():
+            self._on_planner_table_clicked(current.row(), 0)
+
+    def eventFilter(self, obj, event) -> bool:
+        """Space/Return in the planner table draw the current row's plan."""
+        if (obj is self.planner_table and event.type() == QEvent.Type.KeyPress
+                and event.key() in (Qt.Key.Key_Space, Qt.Key.Key_Return, Qt.Key.Key_Enter)):
+            row = self.planner_table.currentRow()
+            if row >= 0:
+                self._on_planner_table_clicked(row, 0)
+                return True
+        return super().eventFilter(obj, event)
 
     def _on_planner_table_clicked(self, row: int, _col: int) -> None:
         item = self.planner_table.item(row, 0)

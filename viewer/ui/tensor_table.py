@@ -9,6 +9,7 @@ from __future__ import annotations
 import numpy as np
 from PySide6.QtCore import (
     QAbstractTableModel,
+    QEvent,
     QItemSelectionModel,
     QModelIndex,
     QRegularExpression,
@@ -145,6 +146,8 @@ class TensorTable(QWidget):
         self.search.setPlaceholderText("Search tensors (name, kind, op, id)…")
         self.search.setClearButtonEnabled(True)
         self.search.textChanged.connect(self._on_search_text_changed)
+        self.search.returnPressed.connect(self._select_first_match)  # Return: the first match
+        self.search.installEventFilter(self)  # Down: into the filtered rows
         self.view = QTableView(self)
         self.view.setModel(self.proxy)
         self.view.setSortingEnabled(True)
@@ -256,6 +259,25 @@ class TensorTable(QWidget):
                                QRegularExpression.PatternOption.CaseInsensitiveOption)
         )
         self._update_no_match()
+
+    def _select_first_match(self) -> bool:
+        """Select the first row shown (the search's first match) and give the rows the focus;
+        False when the search shows none."""
+        if self.proxy.rowCount() == 0:
+            return False
+        idx = self.proxy.index(0, 0)
+        self.view.setFocus(Qt.FocusReason.OtherFocusReason)
+        self.view.selectionModel().setCurrentIndex(
+            idx, QItemSelectionModel.SelectionFlag.ClearAndSelect | QItemSelectionModel.SelectionFlag.Rows)
+        self.view.scrollTo(idx)
+        return True
+
+    def eventFilter(self, obj, event) -> bool:
+        """Down in the search box moves into the filtered rows (the first one selected)."""
+        if (obj is self.search and event.type() == QEvent.Type.KeyPress
+                and event.key() == Qt.Key.Key_Down and self._select_first_match()):
+            return True
+        return super().eventFilter(obj, event)
 
     def _on_view_selection_changed(self, *_):
         if self._syncing:
