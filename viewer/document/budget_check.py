@@ -7,7 +7,8 @@ panel's budget settings, and builds ``check --json``'s budget keys with ``check`
 its Summary headline and its JSON export all read this one result. No Qt.
 
 The settings map to ``check`` flags: the limit is ``--budget``, the panel's runtime overhead is
-``--runtime-overhead`` (given: the window does not measure it), the weights mode ``--weights``,
+``--runtime-overhead`` when above 0, else measured as ``check`` measures it
+(:func:`window_overhead`), the weights mode ``--weights``,
 the document's measure setting ``--no-measure`` when off, the shown subgraph ``--subgraph N``
 (so other signatures leave check's "cannot tell" unknown, as ``check`` without ``--signature``).
 """
@@ -32,9 +33,9 @@ _TILED_MEASURED = "measured by LiteRT"
 def check_command(resp, settings) -> str:
     """The ``arena-viewer check`` command line that counts what :func:`window_check` counts."""
     r = resp.request
+    given = ["--runtime-overhead", str(int(settings.runtime_bytes))] if settings.runtime_bytes else []
     words = ["arena-viewer", "check", str(resp.model.path), "--budget", str(int(settings.limit_bytes)),
-             "--runtime-overhead", str(int(settings.runtime_bytes)), "--weights", settings.weights_mode,
-             "--subgraph", str(r.subgraph)]
+             *given, "--weights", settings.weights_mode, "--subgraph", str(r.subgraph)]
     e = r.edits
     if e is not None and not e.is_empty():
         for k, shape in sorted(e.input_shapes.items()):
@@ -50,6 +51,39 @@ def check_command(resp, settings) -> str:
     if not r.measure:
         words.append("--no-measure")
     return " ".join(shlex.quote(w) for w in words)
+
+
+#: The unknown when the panel's runtime overhead is 0 (measure it) and nothing was measured.
+NOT_MEASURED = ("runtime overhead (interpreter and kernel state beyond the arena): not measured "
+                "here (the window measures it for the file as stored, with the runtime on); give "
+                "it in the What if panel's runtime overhead field, or run check")
+
+
+def window_overhead(resp, settings) -> tuple[Term, str]:
+    """The runtime overhead term the window counts, as ``check`` counts it, and "" or the
+    unknown it leaves (newuser3 #2/#23: a bare 0 B made a green "fits" where check said DOES
+    NOT FIT).
+
+    The panel's field above 0: given (``--runtime-overhead``). At 0 (its default, shown as
+    "measured"): the growth the document's footprint measured in the probe's own process (the
+    file as stored) less its terms (:func:`viewer.whatif.verdict.overhead_term`, check's
+    function); when the footprint carries no measurement (a what-if, the runtime off, another
+    subgraph), an unknown, never 0 B counted silently.
+    """
+    from viewer.whatif.footprint import SOURCE_GIVEN, SOURCE_UNKNOWN
+    from viewer.whatif.verdict import overhead_term
+
+    if settings.runtime_bytes:
+        return Term("runtime overhead", int(settings.runtime_bytes), SOURCE_GIVEN,
+                    "--runtime-overhead"), ""
+    fp = resp.footprint
+    edits = resp.request.edits
+    grown = getattr(fp.probe, "overhead_grown_bytes", None) if fp.measured else None
+    if grown is not None and (edits is None or edits.is_empty()):
+        return overhead_term(fp, grown, "builtin", at_file_shapes=False,
+                             where="in the probe's own fresh process"), ""
+    return (Term("runtime overhead", 0, SOURCE_UNKNOWN, "not measured here; 0 B counted"),
+            NOT_MEASURED)
 
 
 def window_check(resp, settings, tiled: tuple[int, str] | None = None,
@@ -81,9 +115,10 @@ def window_check(resp, settings, tiled: tuple[int, str] | None = None,
         return None
     limit = int(settings.limit_bytes)
     model, sub, edits = resp.model, resp.request.subgraph, resp.request.edits
-    terms = budget_terms(fp, runtime_bytes=int(settings.runtime_bytes), weights_mode=settings.weights_mode)
+    overhead, not_measured = window_overhead(resp, settings)
+    terms = budget_terms(fp, weights_mode=settings.weights_mode, overhead=overhead)
     terms = with_resource_caches(terms, model, sub)  # KV-cache storage: in no arena, as check counts it
-    unknowns = list(fp.unknowns)
+    unknowns = list(fp.unknowns) + ([not_measured] if not_measured else [])
     others = other_signatures_unknown(model, sub)
     if others:  # each signature's runner allocates its own arena, as check says
         unknowns.append(others)
@@ -107,7 +142,8 @@ def window_check(resp, settings, tiled: tuple[int, str] | None = None,
     dynamic = dynamic_batch(model, sub, edits)
     text = verdict_text(result, terms, dynamic=dynamic) + invoke_qualifier(fp, result, used, limit)
     out = budget_json(fp, terms, limit=limit, used=used, verdict=result, text=text, dynamic=dynamic,
-                      configuration=runtime_configuration(fp.measured, overhead_given=True),
+                      configuration=runtime_configuration(
+                          fp.measured, overhead_given=overhead.source != SOURCE_MEASURED),
                       batch=batch, largest_batch=best, growth=growth)
     cmd = check_command(resp, settings)
     out["check_command"] = cmd + (f" --tile {tile_grid}" if tiled is not None and tile_grid else "")

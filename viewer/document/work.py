@@ -423,7 +423,7 @@ def _footprint(model, request: AnalysisRequest, edits, report):
     report(0.72, "counting the footprint (as check does)")
     try:
         return footprint(model, request.subgraph, edits, planner="litert",
-                         measure=bool(request.measure))
+                         measure=bool(request.measure), runtime_overhead=edits is None)
     except ViewerError:
         return None
 

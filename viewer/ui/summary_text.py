@@ -93,15 +93,21 @@ def budget_report(settings, resp: AnalysisResponse, name: str, tiled: tuple[int,
 
         from viewer.whatif.budget import budget_report as report
 
+        from viewer.document.budget_check import window_overhead
+
         arena, label = tiled or (fp.arena_bytes, f"tensor arena ({fp.arena_term.source}: {fp.arena_term.method})")
         binding = a.widest_op if tiled is None else -1  # tiled: check --tile names none
+        overhead, _ = window_overhead(resp, settings)  # check's term (measured, given or unknown)
         rep = report(settings.limit_bytes, arena_bytes=arena,
-                     weights_bytes=resp.model.weights_bytes, runtime_bytes=settings.runtime_bytes,
+                     weights_bytes=resp.model.weights_bytes, runtime_bytes=overhead.bytes,
                      batch=batch, weights_mode=settings.weights_mode, binding_op=binding,
                      binding_op_name=a.op_name(binding) if binding >= 0 else "",
                      persistent_bytes=fp.persistent_bytes,
                      other_subgraphs_bytes=fp.other_subgraphs_bytes,
                      arena_label=label)
+        rep = dataclasses.replace(rep, runtime_label=(
+            f"{overhead.source}" + (f" ±{overhead.margin:,d} B" if overhead.margin else "")
+            + f": {overhead.method}"))
         if fp.unknowns and rep.fits:
             rep = dataclasses.replace(rep, fits=False, message="cannot tell: " + fp.unknowns[0])
         return _check_largest_batch(rep, getattr(resp, "batch_growth", None), batch)
@@ -133,6 +139,10 @@ def budget_verdict(settings, resp: AnalysisResponse, name: str, tiled: tuple[int
     binding = (f" (binding operator #{rep.binding_op} {rep.binding_op_name})"
                if rep.binding_op >= 0 and tiled is None else "")
     if chk is None:  # TFLM, or no footprint: the report's own words
+        if rep.fits and not settings.runtime_bytes and getattr(resp.request, "runtime", "litert") != "tflm":
+            from viewer.document.budget_check import NOT_MEASURED  # 0 B is not check's term
+
+            return "cannot tell: " + NOT_MEASURED, False, None
         if rep.fits:
             return f"fits, headroom {format_bytes(rep.headroom_bytes)}", True, None
         if rep.message.startswith("cannot tell"):

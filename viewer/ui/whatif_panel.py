@@ -267,6 +267,9 @@ class WhatIfPanel(QWidget):
         self.limit.changed.connect(self._on_budget_control_changed)
         form.addRow("limit", self.limit)
         self.runtime = _SizeEditor(0.0, "KiB")
+        self.runtime.value.setSpecialValueText("measured (as check)")  # 0: check's measured term
+        self.runtime.setToolTip("0 (\"measured\"): the overhead check measures, for the file as "
+                                "stored; a size here is counted instead (--runtime-overhead)")
         self.runtime.changed.connect(self._on_budget_control_changed)
         form.addRow("runtime overhead", self.runtime)
         self.weights = FocusWheelComboBox()

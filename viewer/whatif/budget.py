@@ -76,6 +76,7 @@ class BudgetReport:
     other_subgraphs_bytes: int = 0
     arena_label: str = ""
     largest_batch_note: str = ""
+    runtime_label: str = ""
 
     def lines(self) -> list[str]:
         """Human lines, one figure each (bytes and a binary unit); each term of the sum once.
@@ -93,7 +94,8 @@ class BudgetReport:
         if self.other_subgraphs_bytes:
             out.append(f"+ other subgraphs' arenas (control flow): {f(self.other_subgraphs_bytes)}")
         out += [
-            f"+ runtime overhead (given here, not measured; check measures it): {f(self.runtime_bytes)}",
+            f"+ runtime overhead ({self.runtime_label or 'given here, not measured; check measures it'}): "
+            f"{f(self.runtime_bytes)}",
             (f"+ weights (copied, counted): {f(self.weights_bytes)}" if self.weights_counted else
              f"  weights (mapped: page cache, reclaimable, not counted): {f(self.weights_bytes)}"),
             f"= used: {f(self.used_bytes)} of {f(self.limit_bytes)}",
