@@ -232,7 +232,7 @@ def _serve() -> int:
     parser = cli.build_parser()  # and every command module
     # The parser is the same for every job and a child's parse cannot change the worker's copy:
     # building it once here saves ~11 ms of argparse per command (60% of a small plan).
-    cli.build_parser = lambda: parser
+    cli.build_parser = lambda only=None: parser
     gc.collect()
     gc.freeze()  # the imported objects stay out of the children's collections (less copy-on-write)
     out = sys.stdout

@@ -63,7 +63,7 @@ def test_window_export_says_whether_kernel_temporaries_are_in_it(qtbot, measured
 
 
 @pytest.mark.shared
-def test_compare_with_another_model_banner_shows_persistent_and_held(qtbot, window, monkeypatch):
+def test_compare_with_another_model_banner_shows_persistent_and_held(qtbot, window, monkeypatch, tmp_path):
     """#5: File > Compare with another model (Ctrl+Shift+M), mobilenet_v2_224 vs its fp16 twin:
     the banner said "arena 6.3 MiB → 6.3 MiB (±0 B)" and nothing of the fp16 model's 13.3 MiB of
     persistent DEQUANTIZE outputs; now it says persistent and held (compare's columns)."""
@@ -86,6 +86,14 @@ def test_compare_with_another_model_banner_shows_persistent_and_held(qtbot, wind
     arena_l, arena_r = cv.left.chart_data().arena_bytes, cv.right.chart_data().arena_bytes
     assert f"held {format_bytes(arena_l)} → {format_bytes(arena_r + fp.persistent_bytes)}" in text, text
     assert cv.delta_label.isVisible() and cv.delta_label.wordWrap()
+    # The view's "Export image…" writes the same line above the pair.
+    from viewer.ui import compare as compare_module
+
+    svg = tmp_path / "pair.svg"
+    monkeypatch.setattr(compare_module.QFileDialog, "getSaveFileName", lambda *a, **k: (str(svg), ""))
+    qtbot.mouseClick(cv.export_button, Qt.MouseButton.LeftButton)
+    qtbot.waitUntil(svg.exists, timeout=30_000)
+    assert "persistent 0 B" in svg.read_text() and "(arena + persistent)" in svg.read_text()
 
 
 def _planner_of_row(table, row: int) -> str:

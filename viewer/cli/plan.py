@@ -131,7 +131,8 @@ def stored_shape_check(prep, edits):
 
     if edits is not None and (dict(edits.input_shapes) or edits.batch):
         return None
-    consts = small_int_constants(prep.model.path, prep.subgraph_index)
+    consts = small_int_constants(prep.model.path, prep.subgraph_index,
+                                 tensors=prep.model.subgraphs[prep.subgraph_index].tensors)
     return check_stored_shapes(prep.analysis.subgraph, consts, prep.analysis.kernel_sized)
 
 

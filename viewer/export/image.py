@@ -311,7 +311,7 @@ def _side_data(side, color_by: str, subgraph: int | None):
                             subgraph=subgraph)
 
 
-def build_compare_widget(left, right, width: int, height: int):
+def build_compare_widget(left, right, width: int, height: int, outside=None):
     """An unshown ``GraphicsLayoutWidget`` with two charts side by side (built from two
     :class:`~viewer.export.chart_data.ChartData`) on one y scale, under a one-line delta.
 
@@ -327,7 +327,7 @@ def build_compare_widget(left, right, width: int, height: int):
     widget.setBackground(THEME["background"])
     widget.resize(width, height)
     widget.ci.setGeometry(0, 0, width, height)
-    delta = compare_text(left, right)
+    delta = compare_text(left, right, outside)
     widget.setWindowTitle(f"{left.title} vs {right.title}")
     widget.ci.setContentsMargins(4, 6, 4, 4)
     heading = TitleItem(delta, 11.0 if width >= 1200 else 9.5)
@@ -360,7 +360,7 @@ def build_compare_widget(left, right, width: int, height: int):
 
 def export_compare(left, right, path: str | Path, *, width: int = 2000, height: int = 900,
                    color_by: str = "kind", subgraph: int | None = None,
-                   force: bool = False) -> Path:
+                   force: bool = False, outside=None) -> Path:
     """Write two packing charts side by side, on ONE y scale, as a PNG or SVG.
 
     Both the packing plots and the breadth curves show the larger of the two arenas (and
@@ -379,6 +379,9 @@ def export_compare(left, right, path: str | Path, *, width: int = 2000, height: 
     color_by : {"kind", "op"}
     subgraph : int, optional
         For the titles; defaults to each analysis's subgraph index.
+    outside : tuple, optional
+        Each side's ``(persistent_bytes, other_subgraphs_bytes)`` (None: not known): the delta
+        line then says persistent and held too (:func:`~viewer.export.chart_data.compare_text`).
 
     Returns
     -------
@@ -400,7 +403,7 @@ def export_compare(left, right, path: str | Path, *, width: int = 2000, height: 
     check_output_path(path, what="chart", force=force)
     ld = _side_data(left, color_by, subgraph)
     rd = _side_data(right, color_by, subgraph)
-    widget, _, _ = build_compare_widget(ld, rd, width, height)
+    widget, _, _ = build_compare_widget(ld, rd, width, height, outside)
     try:
         return render_widget(widget, path, width, height, force=force)
     finally:

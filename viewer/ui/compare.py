@@ -70,7 +70,7 @@ class CompareView(QWidget):
         lay.addLayout(top)
         lay.addWidget(splitter, 1)
         self._sides: tuple[Side, Side] | None = None
-        self._delta = ""
+        self._delta, self._outside = "", None
 
     # --- API --------------------------------------------------------------------------------
 
@@ -101,6 +101,7 @@ class CompareView(QWidget):
         self._sides = (left, right)
         self._share_y()
         ld, rd = self.left.chart_data(), self.right.chart_data()
+        self._outside = outside
         self._delta = compare_text(ld, rd, outside)
         self.delta_label.setText(self._delta + (f" — {note}" if note else ""))
 
@@ -109,7 +110,7 @@ class CompareView(QWidget):
         self.left.clear()
         self.right.clear()
         self._sides = None
-        self._delta = ""
+        self._delta, self._outside = "", None
         self.delta_label.setText(message)
 
     def delta_text(self) -> str:
@@ -138,7 +139,7 @@ class CompareView(QWidget):
         if ld is None or rd is None:
             raise UsageError(f"{path}: nothing to compare (open a model and make a what-if edit first)")
         export_compare(ld, rd, path, width=int(width), height=int(height),
-                       force=True)  # the save dialog asked before replacing a file
+                       force=True, outside=self._outside)  # the save dialog asked before replacing a file
 
     def export_dialog(self, path: str | None = None) -> str | None:
         """Ask for a file (PNG or SVG by its suffix, 2000 x 900 px) and export the pair there;

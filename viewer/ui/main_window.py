@@ -64,7 +64,8 @@ def _temporaries_suffix(resp) -> str:
     probe_ok = resp.probe is not None and bool(getattr(resp.probe, "ok", False))
     if probe_ok and not resp.has_temporaries:  # measured: the runtime has none to add
         return temporaries_title(True)
-    failed = resp.request.measure and not probe_ok and not resp.has_temporaries
+    confirming = resp.request.shape_source == "inferred"  # the runtime runs next: not a failure
+    failed = resp.request.measure and not probe_ok and not resp.has_temporaries and not confirming
     return temporaries_title(False, measured=not failed)
 
 
