@@ -185,7 +185,15 @@ def _infer_op(
             f"the resized tensor reaches {op.op_name}, whose shape rule this fallback does not know "
             "(the runtime could not propagate it either)"
         )
-    return spec.shapes(op, ShapeContext(shapes, values, rescale))
+    try:
+        return spec.shapes(op, ShapeContext(shapes, values, rescale))
+    except _Fail:
+        raise
+    except (IndexError, KeyError, ValueError, TypeError, ZeroDivisionError, OverflowError) as e:
+        # A rule meeting tensors whose ranks do not fit the operator (a weight of rank 1 under
+        # FULLY_CONNECTED, in a mutated file): one line naming the operator, not an internal error.
+        ranks = ", ".join(f"{i}: {list(shapes[i])}" for i in op.inputs if i >= 0 and i in shapes)
+        raise _Fail(f"its inputs' shapes do not fit the operator ({ranks}; {type(e).__name__})") from None
 
 
 def _propagate_values(
