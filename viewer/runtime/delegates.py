@@ -20,14 +20,12 @@ from __future__ import annotations
 
 import json
 import os
-import subprocess
 from dataclasses import dataclass, field
 from typing import Mapping
 
 from viewer.errors import RuntimeProbeError
-from viewer.runtime.probe import (_ROOT, _answered, _child_env, _crashed, _last_line, display_path,
+from viewer.runtime.probe import (_answered, _launch, _crashed, _last_line, display_path,
                                   model_file_error, runtime_path)
-from viewer.runtime.spawn import child_command
 
 _CHILD = "viewer.runtime._delegate_child"
 
@@ -182,14 +180,9 @@ def _child_args(path: str, spec: DelegateSpec, input_shapes: Mapping | None) -> 
 
 
 def _run(args: list[str], shown: str, timeout: float, what: str) -> dict:
-    try:
-        proc = subprocess.run(child_command(_CHILD, *args), stdin=subprocess.DEVNULL,
-                              capture_output=True, timeout=timeout, env=_child_env(), cwd=_ROOT)
-    except subprocess.TimeoutExpired:
-        return {"ok": False, "error": f"{shown}: LiteRT did not finish {what} within {timeout:g} s "
-                "(hang?); the runtime process was killed"}
-    except OSError as e:
-        return {"ok": False, "error": f"{shown}: could not start the LiteRT process: {e}"}
+    proc, failed = _launch(_CHILD, args, shown, timeout, what)
+    if failed is not None:
+        return failed
     if proc.returncode < 0:
         return _crashed(shown, -proc.returncode, _last_line(proc.stderr), what)
     try:

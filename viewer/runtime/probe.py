@@ -45,20 +45,33 @@ def _child_env() -> dict[str, str]:
     return env
 
 
+def _launch(child: str, args: list[str], shown: str, timeout: float, what: str,
+            env: dict[str, str] | None = None):
+    """Run runtime child module ``child`` with ``args`` to its end (at most ``timeout`` s).
+
+    Returns
+    -------
+    (subprocess.CompletedProcess, None) or (None, dict)
+        The finished process, or the ``{"ok": False, "error": one line}`` answer when it timed
+        out (killed) or could not start. ``env`` defaults to :func:`_child_env`.
+    """
+    try:
+        proc = subprocess.run(child_command(child, *args), stdin=subprocess.DEVNULL,
+                              capture_output=True, timeout=timeout,
+                              env=_child_env() if env is None else env, cwd=_ROOT)
+    except subprocess.TimeoutExpired:
+        return None, {"ok": False, "error": f"{shown}: LiteRT did not finish {what} within "
+                      f"{timeout:g} s (hang?); the runtime process was killed"}
+    except OSError as e:
+        return None, {"ok": False, "error": f"{shown}: could not start the LiteRT process: {e}"}
+    return proc, None
+
+
 def _run_child(args: list[str], path: str, timeout: float, what: str) -> dict:
     """Run the child with ``args``; return its JSON or a dict with ``ok: False`` and one line."""
-    env = _child_env()
-    cmd = child_command(_CHILD, *args)
-    try:
-        proc = subprocess.run(
-            cmd, stdin=subprocess.DEVNULL, capture_output=True, timeout=timeout, env=env,
-            cwd=_ROOT,
-        )
-    except subprocess.TimeoutExpired:
-        return {"ok": False, "error": f"{path}: LiteRT did not finish {what} within "
-                f"{timeout:g} s (hang?); the runtime process was killed"}
-    except OSError as e:
-        return {"ok": False, "error": f"{path}: could not start the LiteRT process: {e}"}
+    proc, failed = _launch(_CHILD, args, path, timeout, what)
+    if failed is not None:
+        return failed
     tail = _last_line(proc.stderr)
     if proc.returncode < 0:
         return _crashed(path, -proc.returncode, tail, what)

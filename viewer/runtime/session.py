@@ -22,7 +22,6 @@ from __future__ import annotations
 import dataclasses
 import json
 import os
-import subprocess
 from dataclasses import dataclass, field
 from typing import Mapping, Sequence
 
@@ -30,7 +29,6 @@ from viewer.errors import RuntimeProbeError
 from viewer.runtime._probe_json import probe_from_json
 from viewer.runtime.probe import display_path, model_file_error, runtime_path
 from viewer.runtime.probe_types import RuntimeProbe
-from viewer.runtime.spawn import child_command
 
 _CHILD = "viewer.runtime._session_child"
 
@@ -164,17 +162,12 @@ def _env() -> dict[str, str]:
 
 def _run(args: list[str], shown: str, timeout: float) -> dict:
     """Run the session child; its JSON answer, or ``{"ok": False, "error": one line}``."""
-    from viewer.runtime.probe import _ROOT
+    from viewer.runtime.probe import _launch
 
     what = "running the session"
-    try:
-        proc = subprocess.run(child_command(_CHILD, *args), stdin=subprocess.DEVNULL,
-                              capture_output=True, timeout=timeout, env=_env(), cwd=_ROOT)
-    except subprocess.TimeoutExpired:
-        return {"ok": False, "error": f"{shown}: LiteRT did not finish {what} within {timeout:g} s "
-                "(hang?); the runtime process was killed"}
-    except OSError as e:
-        return {"ok": False, "error": f"{shown}: could not start the LiteRT process: {e}"}
+    proc, failed = _launch(_CHILD, args, shown, timeout, what, env=_env())
+    if failed is not None:
+        return failed
     steps, out = [], None
     for line in proc.stdout.decode("utf-8", "replace").splitlines():
         try:
